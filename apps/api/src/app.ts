@@ -1,0 +1,131 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { Engine } from "@spool/engine";
+import { type Logger, SpoolError } from "@spool/shared";
+import { createMiddleware } from "hono/factory";
+import type { ApiEnv, App } from "./context.js";
+import { registerDocs } from "./docs.js";
+import { errorJson, onError, validationHook } from "./errors.js";
+import { authenticate, checkOptionalProjectHeader, requireProject } from "./middleware/auth.js";
+import { limitBody, requireJsonBody } from "./middleware/body.js";
+import { registerAgentsAndTools } from "./routes/agents-tools.js";
+import { registerEvents } from "./routes/events.js";
+import { registerExecutions } from "./routes/executions.js";
+import { registerHealth } from "./routes/health.js";
+import { registerProjects } from "./routes/projects.js";
+import { registerRegistry } from "./routes/registry.js";
+import { registerSchedules } from "./routes/schedules.js";
+import { registerTraces } from "./routes/traces.js";
+import { registerTriggers } from "./routes/triggers.js";
+import { registerWorkers } from "./routes/workers.js";
+import type { EventHub } from "./streaming/event-hub.js";
+import { VERSION } from "./version.js";
+
+export interface AppOptions {
+  engine: Engine;
+  /** Live event fan-out for SSE; a process builds one (it holds a Redis subscriber connection). */
+  eventHub: EventHub;
+  logger: Logger;
+  /** Largest accepted request body (contract default: 1 MiB). */
+  maxBodyBytes?: number;
+  /** SSE keep-alive comment interval (contract: 15 s). */
+  sseKeepaliveMs?: number;
+}
+
+const PUBLIC_PATHS = [
+  /^\/health$/,
+  /^\/api\/v1\/health$/,
+  /^\/api\/v1\/openapi\.json$/,
+  /^\/api\/v1\/docs(\/|$)/,
+];
+const PROJECT_ADMIN_PATHS = /^\/api\/v1\/projects(\/|$)/;
+
+/**
+ * Who may call what: public paths need nothing; /projects routes check the path's project
+ * themselves; every other /api/v1 route is project-scoped through X-Project-ID.
+ */
+const access = createMiddleware<ApiEnv>(async (c, next) => {
+  const path = c.req.path;
+  if (PUBLIC_PATHS.some((p) => p.test(path))) return next();
+  await authenticate(c, async () => {
+    await (PROJECT_ADMIN_PATHS.test(path) ? checkOptionalProjectHeader : requireProject)(c, next);
+  });
+});
+
+export function createApp(options: AppOptions): App {
+  const { engine, eventHub, logger, maxBodyBytes = 1024 * 1024, sseKeepaliveMs = 15_000 } = options;
+  const app: App = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook });
+
+  app.use("*", async (c, next) => {
+    c.set("engine", engine);
+    c.set("logger", logger);
+    const started = performance.now();
+    await next();
+    logger.debug(
+      {
+        method: c.req.method,
+        path: c.req.path,
+        status: c.res.status,
+        ms: Math.round(performance.now() - started),
+      },
+      "request",
+    );
+  });
+  app.use("/api/v1/*", limitBody(maxBodyBytes), requireJsonBody, access);
+  // Routes for remote workers: project-scoped like /api/v1, outside the public API path.
+  app.use("/internal/*", limitBody(maxBodyBytes), requireJsonBody, authenticate, requireProject);
+
+  registerHealth(app);
+  registerProjects(app);
+  registerRegistry(app);
+  registerAgentsAndTools(app);
+  registerWorkers(app);
+  registerExecutions(app);
+  registerEvents(app, eventHub, sseKeepaliveMs);
+  registerTriggers(app);
+  registerSchedules(app);
+  registerTraces(app);
+  registerDocs(app);
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearer_auth", {
+    type: "http",
+    scheme: "bearer",
+    description: "API key: `Authorization: Bearer sk_...`",
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "cookie_auth", {
+    type: "apiKey",
+    in: "cookie",
+    name: "service_auth",
+    description: "API key in the `service_auth` cookie",
+  });
+  app.doc31("/api/v1/openapi.json", {
+    openapi: "3.1.0",
+    info: {
+      title: "Spool API",
+      version: VERSION,
+      description:
+        "Durable execution of AI-agent workflows. Project-scoped routes need the X-Project-ID header.",
+    },
+    servers: [{ url: "/" }],
+    security: [{ bearer_auth: [] }, { cookie_auth: [] }],
+    tags: [
+      "Health",
+      "Projects",
+      "Agents",
+      "Tools",
+      "Workflows",
+      "Executions",
+      "Traces",
+      "Events",
+      "Event Triggers",
+      "Schedules",
+      "Workers",
+      "Deployments",
+    ].map((name) => ({ name })),
+  });
+
+  app.notFound((c) =>
+    errorJson(c, new SpoolError("NOT_FOUND", `no route for ${c.req.method} ${c.req.path}`)),
+  );
+  app.onError(onError);
+  return app;
+}

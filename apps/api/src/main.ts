@@ -1,0 +1,60 @@
+import { serve } from "@hono/node-server";
+import { createPrisma } from "@spool/db";
+import { Engine } from "@spool/engine";
+import { createLogger, DatabaseUrl, LogLevel, loadConfig, RedisUrl } from "@spool/shared";
+import { Redis } from "ioredis";
+import { z } from "zod";
+import { createApp } from "./app.js";
+import { createEventHub } from "./streaming/event-hub.js";
+
+const config = loadConfig(
+  z.object({
+    DATABASE_URL: DatabaseUrl,
+    REDIS_URL: RedisUrl,
+    PORT: z.coerce.number().int().min(1).max(65535).default(8080),
+    HOST: z.string().default("0.0.0.0"),
+    SPOOL_ADMIN_KEY: z.string().min(32, "must be at least 32 characters").optional(),
+    SPOOL_MAX_BODY_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .default(1024 * 1024),
+    SPOOL_HEARTBEAT_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(10),
+    SPOOL_LOG_LEVEL: LogLevel,
+  }),
+);
+
+const logger = createLogger("api", config.SPOOL_LOG_LEVEL);
+const prisma = createPrisma({ databaseUrl: config.DATABASE_URL });
+const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, lazyConnect: false });
+redis.on("error", (err) => logger.warn({ err: err.message }, "redis connection error"));
+const engine = new Engine({
+  prisma,
+  redis,
+  redisUrl: config.REDIS_URL,
+  logger,
+  adminKey: config.SPOOL_ADMIN_KEY,
+  heartbeatIntervalSeconds: config.SPOOL_HEARTBEAT_INTERVAL_SECONDS,
+});
+if (!config.SPOOL_ADMIN_KEY)
+  logger.warn("SPOOL_ADMIN_KEY is not set: projects can only be created by an admin key");
+
+const eventHub = createEventHub(engine, config.REDIS_URL, logger);
+const app = createApp({ engine, eventHub, logger, maxBodyBytes: config.SPOOL_MAX_BODY_BYTES });
+const server = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, (info) => {
+  logger.info({ port: info.port, url: `http://127.0.0.1:${info.port}/api/v1` }, "api listening");
+});
+
+let stopping = false;
+async function shutdown(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ signal }, "shutting down: finishing in-flight requests");
+  // Stop accepting, let in-flight requests finish, then release connections.
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await Promise.allSettled([eventHub.close(), engine.close(), prisma.$disconnect(), redis.quit()]);
+  logger.info("stopped");
+  process.exit(0);
+}
+process.on("SIGTERM", () => void shutdown("SIGTERM"));
+process.on("SIGINT", () => void shutdown("SIGINT"));

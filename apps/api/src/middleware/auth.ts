@@ -1,0 +1,69 @@
+import type { Principal } from "@spool/engine";
+import { badRequest, forbidden, notFound, unauthorized } from "@spool/shared";
+import type { Context } from "hono";
+import { getCookie } from "hono/cookie";
+import { createMiddleware } from "hono/factory";
+import type { ApiEnv } from "../context.js";
+
+export const AUTH_COOKIE = "service_auth";
+
+function presentedKey(authorization: string | undefined, cookie: string | undefined): string | undefined {
+  const bearer = authorization?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
+  return bearer ?? (cookie || undefined);
+}
+
+/** 401 unless the request carries a known, unrevoked key (bearer header or service_auth cookie). */
+export const authenticate = createMiddleware<ApiEnv>(async (c, next) => {
+  const key = presentedKey(c.req.header("authorization"), getCookie(c, AUTH_COOKIE));
+  if (!key) throw unauthorized("missing credentials: send Authorization: Bearer <api key>");
+  const principal = await c.var.engine.projects.authenticate(key);
+  if (!principal) throw unauthorized("invalid or revoked API key");
+  c.set("principal", principal);
+  await next();
+});
+
+const headerProjectId = (header: (name: string) => string | undefined) =>
+  header("x-project-id") ?? header("project-id");
+
+/**
+ * Project-scoped routes: X-Project-ID (alias Project-ID) is required and must be the key's own
+ * project (403 otherwise); the admin key may name any existing project (404 when unknown).
+ */
+export const requireProject = createMiddleware<ApiEnv>(async (c, next) => {
+  const projectId = headerProjectId((n) => c.req.header(n))?.trim();
+  if (!projectId) throw badRequest("missing X-Project-ID header");
+  await assertProjectAccess(c.var.principal, projectId, (id) => c.var.engine.projects.exists(id));
+  c.set("projectId", projectId);
+  await next();
+});
+
+/** Routes under /projects/{project_id}: a project key may only touch its own project. */
+export async function assertProjectAccess(
+  principal: Principal,
+  projectId: string,
+  exists: (id: string) => Promise<boolean>,
+): Promise<void> {
+  if (principal.kind === "project") {
+    if (principal.projectId !== projectId) throw forbidden("this API key belongs to another project");
+    return;
+  }
+  if (!(await exists(projectId))) throw notFound("project", projectId);
+}
+
+/** A project key that names another project in X-Project-ID is refused even on /projects routes. */
+export const checkOptionalProjectHeader = createMiddleware<ApiEnv>(async (c, next) => {
+  const projectId = headerProjectId((n) => c.req.header(n))?.trim();
+  const principal = c.var.principal;
+  if (projectId && principal.kind === "project" && principal.projectId !== projectId) {
+    throw forbidden("this API key belongs to another project");
+  }
+  await next();
+});
+
+export const requireAdmin = (principal: Principal): void => {
+  if (principal.kind !== "admin") throw forbidden("this operation needs the admin key");
+};
+
+/** assertProjectAccess for a request's own principal. */
+export const checkProjectAccess = (c: Context<ApiEnv>, projectId: string) =>
+  assertProjectAccess(c.var.principal, projectId, (id) => c.var.engine.projects.exists(id));

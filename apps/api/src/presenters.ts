@@ -1,0 +1,157 @@
+// Domain rows → wire shapes of the contract (snake_case, RFC 3339 timestamps).
+import type {
+  Agent,
+  ApiKey,
+  Deployment,
+  EventTrigger,
+  Execution,
+  Project,
+  Schedule,
+  StepResult,
+  Tool,
+  Worker,
+  WorkflowRegistration,
+} from "@spool/db";
+import type { OverlapPolicy, WorkerMode, WorkerStatus, WorkflowType } from "@spool/engine";
+import type { ExecutionStatus, SerializedError } from "@spool/shared";
+
+const iso = (d: Date) => d.toISOString();
+const isoOrNull = (d: Date | null) => (d ? d.toISOString() : null);
+const objectOrNull = (v: unknown) =>
+  v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+
+export const presentProject = (p: Project) => ({
+  id: p.id,
+  name: p.name,
+  description: p.description,
+  created_at: iso(p.createdAt),
+  updated_at: iso(p.updatedAt),
+});
+
+export const presentApiKey = (k: ApiKey) => ({
+  id: k.id,
+  name: k.name,
+  last_four: k.lastFour,
+  created_at: iso(k.createdAt),
+  last_used_at: isoOrNull(k.lastUsedAt),
+  revoked_at: isoOrNull(k.revokedAt),
+});
+
+export const presentDeployment = (d: Deployment) => ({
+  id: d.deploymentId,
+  status: d.status,
+  created_at: iso(d.createdAt),
+});
+
+export const presentWorkflow = (w: WorkflowRegistration) => ({
+  workflow_id: w.workflowId,
+  deployment_id: w.deploymentId,
+  workflow_type: w.workflowType as WorkflowType,
+  trigger_on_event: w.triggerOnEvent,
+  scheduled: w.scheduled,
+  queue_name: w.queueName,
+  created_at: iso(w.createdAt),
+});
+
+export const presentAgent = (a: Agent) => ({
+  id: a.agentId,
+  deployment_id: a.deploymentId,
+  provider: a.provider,
+  model: a.model,
+  system_prompt: a.systemPrompt,
+  tools: Array.isArray(a.tools) ? a.tools : [],
+  temperature: a.temperature,
+  max_output_tokens: a.maxOutputTokens,
+  config: objectOrNull(a.config),
+  metadata: objectOrNull(a.metadata),
+  created_at: iso(a.createdAt),
+  updated_at: iso(a.updatedAt),
+});
+
+export const presentTool = (t: Tool) => ({
+  id: t.toolId,
+  deployment_id: t.deploymentId,
+  tool_type: t.toolType,
+  description: t.description,
+  parameters: objectOrNull(t.parameters),
+  metadata: objectOrNull(t.metadata),
+  created_at: iso(t.createdAt),
+  updated_at: iso(t.updatedAt),
+});
+
+export const presentWorker = (w: Worker) => ({
+  id: w.id,
+  deployment_id: w.deploymentId,
+  mode: w.mode as WorkerMode,
+  status: w.status as WorkerStatus,
+  capabilities: objectOrNull(w.capabilities) ?? {},
+  max_concurrent_executions: w.maxConcurrentExecutions,
+  running_executions: w.runningExecutions,
+  last_heartbeat_at: iso(w.lastHeartbeatAt),
+  registered_at: iso(w.registeredAt),
+  hostname: w.hostname,
+});
+
+export const presentExecution = (e: Execution, suspendedData: unknown = null) => ({
+  id: e.id,
+  workflow_id: e.workflowId,
+  status: e.status as ExecutionStatus,
+  input: e.input,
+  result: e.result ?? null,
+  error: (e.error as SerializedError | null) ?? null,
+  queue_name: e.queueName,
+  deployment_id: e.deploymentId,
+  concurrency_key: e.concurrencyKey,
+  attempt: e.attempt,
+  parent_execution_id: e.parentExecutionId,
+  root_execution_id: e.rootExecutionId,
+  step_key: e.stepKey,
+  suspended_step_key: e.suspendedStepKey,
+  suspended_data: suspendedData ?? null,
+  session_id: e.sessionId,
+  user_id: e.userId,
+  created_at: iso(e.createdAt),
+  started_at: isoOrNull(e.startedAt),
+  completed_at: isoOrNull(e.completedAt),
+  cancelled_at: isoOrNull(e.cancelledAt),
+});
+
+export const presentStep = (s: StepResult) => ({
+  step_key: s.stepKey,
+  kind: s.kind,
+  status: s.status as "completed" | "failed",
+  output: s.output ?? null,
+  error: (s.error as SerializedError | null) ?? null,
+  attempts: s.attempts,
+  started_at: isoOrNull(s.startedAt),
+  completed_at: isoOrNull(s.completedAt),
+});
+
+export const presentTrigger = (t: EventTrigger) => ({
+  id: t.id,
+  workflow_id: t.workflowId,
+  deployment_id: t.deploymentId,
+  event_topic: t.eventTopic,
+  batch_size: t.batchSize,
+  batch_timeout_seconds: t.batchTimeoutSeconds,
+  queue_name: t.queueName,
+  status: t.status,
+  last_sequence_id: Number(t.lastSequenceId),
+  created_at: iso(t.createdAt),
+});
+
+export const presentSchedule = (s: Schedule) => ({
+  id: s.id,
+  schedule_id: s.id,
+  workflow_id: s.workflowId,
+  cron: s.cron,
+  timezone: s.timezone,
+  key: s.key,
+  input: objectOrNull(s.input) ?? {},
+  status: s.status as "active" | "paused",
+  overlap_policy: s.overlapPolicy as OverlapPolicy,
+  catchup_window_seconds: s.catchupWindowSeconds,
+  last_run_at: isoOrNull(s.lastRunAt),
+  next_run_at: isoOrNull(s.nextRunAt),
+  created_at: iso(s.createdAt),
+});

@@ -1,0 +1,155 @@
+// Registration of what workers host (deployments, workflows, queues) and reading it back.
+import { createRoute, type z } from "@hono/zod-openapi";
+import {
+  DeploymentDetailResponse,
+  DeploymentParams,
+  DeploymentQuery,
+  ListDeploymentsResponse,
+  ListWorkflowsResponse,
+  PageQuery,
+  RegisterDeploymentBody,
+  RegisterDeploymentResponse,
+  RegisterQueuesBody,
+  RegisterQueuesResponse,
+  RegisterWorkflowsBody,
+  RegisterWorkflowsResponse,
+  WorkflowParams,
+  WorkflowResponse,
+} from "@spool/shared";
+import type { App } from "../context.js";
+import { errorResponses } from "../errors.js";
+import { AUTHENTICATED, json, jsonBody, ProjectHeaders } from "../openapi.js";
+import { presentDeployment, presentWorkflow } from "../presenters.js";
+
+const base = { security: AUTHENTICATED } as const;
+const WRITE_ERRORS = errorResponses(400, 401, 403, 404, 413, 415);
+const READ_ERRORS = errorResponses(400, 401, 403, 404);
+
+const registerDeployment = createRoute({
+  ...base,
+  method: "post",
+  path: "/api/v1/workers/deployments",
+  tags: ["Deployments"],
+  summary: "Register (upsert) a deployment: a named version of worker code",
+  request: { headers: ProjectHeaders, body: jsonBody(RegisterDeploymentBody) },
+  responses: { 200: json(RegisterDeploymentResponse, "Registered"), ...WRITE_ERRORS },
+});
+
+const registerWorkflows = createRoute({
+  ...base,
+  method: "post",
+  path: "/api/v1/workers/deployments/{deployment_id}/workflows",
+  tags: ["Workflows"],
+  summary: "Register (upsert) one workflow, or `{workflows:[...]}`, in a deployment",
+  request: { headers: ProjectHeaders, params: DeploymentParams, body: jsonBody(RegisterWorkflowsBody) },
+  responses: { 200: json(RegisterWorkflowsResponse, "Registered"), ...WRITE_ERRORS },
+});
+
+const registerQueues = createRoute({
+  ...base,
+  method: "post",
+  path: "/api/v1/workers/queues",
+  tags: ["Workers"],
+  summary: "Register (upsert) the project's queues and their concurrency limits",
+  request: { headers: ProjectHeaders, body: jsonBody(RegisterQueuesBody) },
+  responses: { 200: json(RegisterQueuesResponse, "Registered"), ...WRITE_ERRORS },
+});
+
+const listDeployments = createRoute({
+  ...base,
+  method: "get",
+  path: "/api/v1/deployments",
+  tags: ["Deployments"],
+  summary: "List deployments",
+  request: { headers: ProjectHeaders, query: PageQuery },
+  responses: { 200: json(ListDeploymentsResponse, "Deployments by id"), ...READ_ERRORS },
+});
+
+const getDeployment = createRoute({
+  ...base,
+  method: "get",
+  path: "/api/v1/deployments/{deployment_id}",
+  tags: ["Deployments"],
+  summary: "Get a deployment and its workflows",
+  request: { headers: ProjectHeaders, params: DeploymentParams },
+  responses: { 200: json(DeploymentDetailResponse, "The deployment"), ...READ_ERRORS },
+});
+
+const listWorkflows = createRoute({
+  ...base,
+  method: "get",
+  path: "/api/v1/workflows",
+  tags: ["Workflows"],
+  summary: "The project's workflows (each at its latest deployment)",
+  request: { headers: ProjectHeaders, query: PageQuery },
+  responses: { 200: json(ListWorkflowsResponse, "Workflows by id"), ...READ_ERRORS },
+});
+
+const getWorkflow = createRoute({
+  ...base,
+  method: "get",
+  path: "/api/v1/workflows/{workflow_id}",
+  tags: ["Workflows"],
+  summary: "Get a workflow (latest deployment unless deployment_id is given)",
+  request: { headers: ProjectHeaders, params: WorkflowParams, query: DeploymentQuery },
+  responses: { 200: json(WorkflowResponse, "The workflow"), ...READ_ERRORS },
+});
+
+type RegisterWorkflowsInput = z.infer<typeof RegisterWorkflowsBody>;
+const workflowItems = (body: RegisterWorkflowsInput) => ("workflows" in body ? body.workflows : [body]);
+
+export function registerRegistry(app: App) {
+  app.openapi(registerDeployment, async (c) => {
+    const { deployment_id } = c.req.valid("json");
+    const d = await c.var.engine.registry.registerDeployment(c.var.projectId, deployment_id);
+    return c.json({ deployment_id: d.deploymentId, status: d.status }, 200);
+  });
+
+  app.openapi(registerWorkflows, async (c) => {
+    const items = workflowItems(c.req.valid("json")).map((w) => ({
+      workflowId: w.workflow_id,
+      workflowType: w.workflow_type,
+      triggerOnEvent: w.trigger_on_event,
+      scheduled: w.scheduled,
+      queueName: w.queue_name,
+    }));
+    const { deployment_id } = c.req.valid("param");
+    const rows = await c.var.engine.registry.registerWorkflows(c.var.projectId, deployment_id, items);
+    return c.json({ workflows: rows.map(presentWorkflow) }, 200);
+  });
+
+  app.openapi(registerQueues, async (c) => {
+    const { deployment_id, queues } = c.req.valid("json");
+    const input = queues.map((q) => ({ name: q.name, concurrencyLimit: q.concurrency_limit }));
+    const rows = await c.var.engine.registry.registerQueues(c.var.projectId, deployment_id, input);
+    return c.json(
+      { queues: rows.map((q) => ({ name: q.name, concurrency_limit: q.concurrencyLimit })) },
+      200,
+    );
+  });
+
+  app.openapi(listDeployments, async (c) => {
+    const page = await c.var.engine.registry.listDeployments(c.var.projectId, c.req.valid("query"));
+    return c.json({ deployments: page.items.map(presentDeployment), next_cursor: page.nextCursor }, 200);
+  });
+
+  app.openapi(getDeployment, async (c) => {
+    const d = await c.var.engine.registry.getDeployment(c.var.projectId, c.req.valid("param").deployment_id);
+    return c.json({ ...presentDeployment(d), workflows: d.workflows.map(presentWorkflow) }, 200);
+  });
+
+  app.openapi(listWorkflows, async (c) => {
+    const page = await c.var.engine.registry.listWorkflows(c.var.projectId, c.req.valid("query"));
+    return c.json({ workflows: page.items.map(presentWorkflow), next_cursor: page.nextCursor }, 200);
+  });
+
+  app.openapi(getWorkflow, async (c) => {
+    const { workflow_id } = c.req.valid("param");
+    const w = await c.var.engine.registry.getWorkflow(
+      c.var.projectId,
+      workflow_id,
+      c.req.valid("query").deployment_id,
+    );
+    return c.json(presentWorkflow(w), 200);
+  });
+}

@@ -1,0 +1,118 @@
+import { type Engine, eventsChannel, type PublishedEvent } from "@spool/engine";
+import type { Logger } from "@spool/shared";
+import { type Redis, Redis as RedisClient } from "ioredis";
+
+type Listener = (events: PublishedEvent[]) => void;
+
+interface TopicFeed {
+  projectId: string;
+  topic: string;
+  /** Highest sequence this process has fetched and handed to listeners. */
+  cursor: number;
+  listeners: Set<Listener>;
+  fetching: Promise<void> | null;
+  again: boolean;
+}
+
+/**
+ * Live events for SSE streams, one feed per (project, topic) per API process. A publish (on any
+ * replica) is announced on Redis; the feed then reads the committed events after its cursor from
+ * Postgres with one query, however many connections listen. Reading from Postgres rather than
+ * trusting the announcement keeps order and completeness: sequences are assigned in commit order,
+ * so "everything after my cursor" never skips an event whose announcement arrived late. A slow
+ * safety poll covers announcements lost while Redis was away.
+ */
+export class EventHub {
+  private readonly feeds = new Map<string, TopicFeed>();
+  private readonly poll: NodeJS.Timeout;
+
+  constructor(
+    private readonly engine: Engine,
+    private readonly subscriber: Redis,
+    private readonly logger: Logger,
+    safetyPollMs = 5000,
+  ) {
+    subscriber.on("message", (channel: string) => {
+      const feed = this.feeds.get(channel);
+      if (feed) void this.fetch(feed);
+    });
+    this.poll = setInterval(() => {
+      for (const feed of this.feeds.values()) void this.fetch(feed);
+    }, safetyPollMs);
+    this.poll.unref();
+  }
+
+  /** Starts delivering events published from now on; returns the unsubscribe function. */
+  async subscribe(projectId: string, topic: string, listener: Listener): Promise<() => void> {
+    const channel = eventsChannel(projectId, topic);
+    let feed = this.feeds.get(channel);
+    if (!feed) {
+      // The cursor is read before the feed becomes visible: a poll or announcement meanwhile would
+      // otherwise page through the topic's whole history.
+      const cursor = await this.engine.events.latestSequence(projectId, topic);
+      feed = this.feeds.get(channel) ?? {
+        projectId,
+        topic,
+        cursor,
+        listeners: new Set(),
+        fetching: null,
+        again: false,
+      };
+      this.feeds.set(channel, feed);
+      await this.subscriber.subscribe(channel).catch((err: Error) => {
+        this.logger.warn(
+          { err: err.message },
+          "live event subscription failed; streams fall back to polling",
+        );
+      });
+    }
+    feed.listeners.add(listener);
+    return () => {
+      feed.listeners.delete(listener);
+      if (feed.listeners.size === 0 && this.feeds.get(channel) === feed) {
+        this.feeds.delete(channel);
+        void this.subscriber.unsubscribe(channel).catch(() => {});
+      }
+    };
+  }
+
+  /** One fetch at a time per feed; announcements arriving meanwhile trigger one more round. */
+  private fetch(feed: TopicFeed): Promise<void> {
+    if (feed.fetching) {
+      feed.again = true;
+      return feed.fetching;
+    }
+    feed.fetching = (async () => {
+      try {
+        do {
+          feed.again = false;
+          for (;;) {
+            const page = await this.engine.events.history(feed.projectId, feed.topic, feed.cursor, 500);
+            if (page.events.length === 0) break;
+            feed.cursor = page.nextSequenceId;
+            for (const l of feed.listeners) l(page.events);
+            if (!page.hasMore) break;
+          }
+        } while (feed.again);
+      } catch (err) {
+        this.logger.warn({ err: String(err), topic: feed.topic }, "event feed fetch failed");
+      } finally {
+        feed.fetching = null;
+      }
+    })();
+    return feed.fetching;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.poll);
+    this.feeds.clear();
+    this.subscriber.disconnect();
+  }
+}
+
+/** The hub with its own subscriber connection (a subscribed ioredis connection can do nothing else). */
+export function createEventHub(engine: Engine, redisUrl: string, logger: Logger): EventHub {
+  const subscriber = new RedisClient(redisUrl, { maxRetriesPerRequest: null, lazyConnect: false });
+  subscriber.on("error", (err) => logger.debug({ err: err.message }, "event subscriber connection error"));
+  return new EventHub(engine, subscriber, logger);
+}

@@ -1,0 +1,213 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import { createTestApi, expectError } from "./harness.js";
+
+const api = createTestApi();
+
+describe("deployments, workflows, queues", () => {
+  let p: { projectId: string; key: string };
+  const call = (path: string, init: { method?: string; json?: unknown } = {}) =>
+    api.request(path, { ...init, key: p.key, projectId: p.projectId });
+
+  beforeAll(async () => {
+    p = await api.createProject();
+  });
+
+  it("registers a deployment and its workflows (single and batch) as upserts", async () => {
+    const d = await call("/api/v1/workers/deployments", { method: "POST", json: { deployment_id: "v1" } });
+    expect(await d.json()).toEqual({ deployment_id: "v1", status: "active" });
+
+    const one = await call("/api/v1/workers/deployments/v1/workflows", {
+      method: "POST",
+      json: { workflow_id: "orders", queue_name: "orders-q" },
+    });
+    expect(one.status).toBe(200);
+    const batch = await call("/api/v1/workers/deployments/v1/workflows", {
+      method: "POST",
+      json: {
+        workflows: [
+          { workflow_id: "orders", queue_name: "orders-q2" },
+          { workflow_id: "digest", workflow_type: "workflow", scheduled: true, trigger_on_event: true },
+        ],
+      },
+    });
+    expect(batch.status).toBe(200);
+
+    const list = (await (await call("/api/v1/workflows")).json()) as { workflows: Record<string, unknown>[] };
+    expect(list.workflows.map((w) => w.workflow_id)).toEqual(["digest", "orders"]);
+    expect(list.workflows[1]).toMatchObject({
+      deployment_id: "v1",
+      queue_name: "orders-q2",
+      workflow_type: "workflow",
+    });
+    expect(list.workflows[0]).toMatchObject({ scheduled: true, trigger_on_event: true });
+
+    const got = await call("/api/v1/workflows/orders");
+    expect(await got.json()).toMatchObject({ workflow_id: "orders", deployment_id: "v1" });
+
+    const dep = (await (await call("/api/v1/deployments/v1")).json()) as { id: string; workflows: unknown[] };
+    expect(dep.id).toBe("v1");
+    expect(dep.workflows).toHaveLength(2);
+    const deps = (await (await call("/api/v1/deployments")).json()) as { deployments: { id: string }[] };
+    expect(deps.deployments.map((x) => x.id)).toEqual(["v1"]);
+  });
+
+  it("the latest deployment wins unless deployment_id is given", async () => {
+    await call("/api/v1/workers/deployments", { method: "POST", json: { deployment_id: "v2" } });
+    await call("/api/v1/workers/deployments/v2/workflows", {
+      method: "POST",
+      json: { workflow_id: "orders" },
+    });
+    expect(await (await call("/api/v1/workflows/orders")).json()).toMatchObject({ deployment_id: "v2" });
+    expect(await (await call("/api/v1/workflows/orders?deployment_id=v1")).json()).toMatchObject({
+      deployment_id: "v1",
+    });
+  });
+
+  it("404 for unknown deployments and workflows; 400 for invalid ids", async () => {
+    await expectError(
+      await call("/api/v1/workers/deployments/nope/workflows", {
+        method: "POST",
+        json: { workflow_id: "x" },
+      }),
+      404,
+      "NOT_FOUND",
+    );
+    await expectError(await call("/api/v1/deployments/nope"), 404, "NOT_FOUND");
+    await expectError(await call("/api/v1/workflows/nope"), 404, "NOT_FOUND");
+    await expectError(
+      await call("/api/v1/workers/queues", {
+        method: "POST",
+        json: { deployment_id: "nope", queues: [{ name: "q" }] },
+      }),
+      404,
+      "NOT_FOUND",
+    );
+    const bad = await expectError(
+      await call("/api/v1/workers/deployments", { method: "POST", json: { deployment_id: "has space" } }),
+      400,
+      "INVALID_INPUT",
+    );
+    expect(JSON.stringify(bad.details)).toContain("deployment_id");
+    await expectError(
+      await call("/api/v1/workers/deployments/v1/workflows", {
+        method: "POST",
+        json: { workflow_id: "x", workflow_type: "robot" },
+      }),
+      400,
+      "INVALID_INPUT",
+    );
+  });
+
+  it("registers queues with concurrency limits", async () => {
+    const res = await call("/api/v1/workers/queues", {
+      method: "POST",
+      json: { deployment_id: "v1", queues: [{ name: "orders-q", concurrency_limit: 2 }, { name: "bulk" }] },
+    });
+    expect(await res.json()).toEqual({
+      queues: [
+        { name: "orders-q", concurrency_limit: 2 },
+        { name: "bulk", concurrency_limit: null },
+      ],
+    });
+    await expectError(
+      await call("/api/v1/workers/queues", {
+        method: "POST",
+        json: { deployment_id: "v1", queues: [{ name: "q", concurrency_limit: 0 }] },
+      }),
+      400,
+      "INVALID_INPUT",
+    );
+  });
+
+  it("another project sees none of it", async () => {
+    const other = await api.createProject();
+    const as = (path: string) => api.request(path, { key: other.key, projectId: other.projectId });
+    expect(await (await as("/api/v1/workflows")).json()).toEqual({ workflows: [], next_cursor: null });
+    expect(await (await as("/api/v1/deployments")).json()).toEqual({ deployments: [], next_cursor: null });
+    await expectError(await as("/api/v1/workflows/orders"), 404, "NOT_FOUND");
+    await expectError(await as("/api/v1/deployments/v1"), 404, "NOT_FOUND");
+  });
+});
+
+describe("agents and tools", () => {
+  it("register into the latest deployment, read back, and run as workflows", async () => {
+    const p = await api.createProject();
+    const call = (path: string, init: { method?: string; json?: unknown } = {}) =>
+      api.request(path, { ...init, key: p.key, projectId: p.projectId });
+
+    await expectError(
+      await call("/api/v1/agents/register", {
+        method: "POST",
+        json: { id: "a", provider: "openai", model: "m" },
+      }),
+      400,
+      "BAD_REQUEST",
+    );
+    await call("/api/v1/workers/deployments", { method: "POST", json: { deployment_id: "d1" } });
+    const reg = await call("/api/v1/agents/register", {
+      method: "POST",
+      json: {
+        id: "researcher",
+        provider: "openai",
+        model: "gpt-x",
+        system_prompt: "be brief",
+        tools: ["search"],
+        temperature: 0.2,
+        max_output_tokens: 500,
+      },
+    });
+    expect(await reg.json()).toEqual({ success: true });
+    const tool = await call("/api/v1/tools/register", {
+      method: "POST",
+      json: {
+        id: "search",
+        description: "web search",
+        parameters: { type: "object", properties: { q: { type: "string" } } },
+      },
+    });
+    expect(tool.status).toBe(200);
+
+    expect(await (await call("/api/v1/agents/researcher")).json()).toMatchObject({
+      id: "researcher",
+      deployment_id: "d1",
+      model: "gpt-x",
+      system_prompt: "be brief",
+      tools: ["search"],
+      temperature: 0.2,
+      max_output_tokens: 500,
+    });
+    const tools = (await (await call("/api/v1/tools")).json()) as { tools: Record<string, unknown>[] };
+    expect(tools.tools).toHaveLength(1);
+    expect(tools.tools[0]).toMatchObject({
+      id: "search",
+      tool_type: "default",
+      parameters: { type: "object" },
+    });
+    const agents = (await (await call("/api/v1/agents")).json()) as { agents: unknown[] };
+    expect(agents.agents).toHaveLength(1);
+
+    const wf = (await (await call("/api/v1/workflows")).json()) as {
+      workflows: { workflow_id: string; workflow_type: string }[];
+    };
+    expect(wf.workflows).toEqual([
+      expect.objectContaining({ workflow_id: "researcher", workflow_type: "agent" }),
+      expect.objectContaining({ workflow_id: "search", workflow_type: "tool" }),
+    ]);
+
+    await expectError(await call("/api/v1/agents/nope"), 404, "NOT_FOUND");
+    await expectError(await call("/api/v1/tools/nope"), 404, "NOT_FOUND");
+    await expectError(
+      await call("/api/v1/tools/register", { method: "POST", json: { id: "x", deployment_id: "missing" } }),
+      404,
+      "NOT_FOUND",
+    );
+    await expectError(
+      await call("/api/v1/agents/register", {
+        method: "POST",
+        json: { id: "x", provider: "openai", model: "m", temperature: 9 },
+      }),
+      400,
+      "INVALID_INPUT",
+    );
+  });
+});

@@ -1,0 +1,65 @@
+// A minimal SSE reader over fetch, for tests: yields events with their id, and can stop any time.
+export interface SseEvent {
+  id: string | null;
+  data: string;
+}
+
+export async function openSse(url: string, headers: Record<string, string>) {
+  const controller = new AbortController();
+  const res = await fetch(url, {
+    headers: { accept: "text/event-stream", ...headers },
+    signal: controller.signal,
+  });
+  const received: SseEvent[] = [];
+  const comments: string[] = [];
+  let notify = null as (() => void) | null;
+  const done = (async () => {
+    if (!res.body) return;
+    const decoder = new TextDecoder();
+    let buffer = "";
+    try {
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        buffer += decoder.decode(chunk, { stream: true });
+        let sep = buffer.indexOf("\n\n");
+        while (sep >= 0) {
+          const block = buffer.slice(0, sep);
+          buffer = buffer.slice(sep + 2);
+          sep = buffer.indexOf("\n\n");
+          let id: string | null = null;
+          const data: string[] = [];
+          for (const line of block.split("\n")) {
+            if (line.startsWith(":")) comments.push(line);
+            else if (line.startsWith("id:")) id = line.slice(3).trim();
+            else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+          }
+          if (data.length) received.push({ id, data: data.join("\n") });
+          notify?.();
+        }
+      }
+    } catch {
+      // aborted
+    }
+  })();
+  return {
+    status: res.status,
+    contentType: res.headers.get("content-type"),
+    received,
+    comments,
+    /** Resolves once at least `n` events arrived. */
+    async waitFor(n: number, timeoutMs = 10_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (received.length < n) {
+        if (Date.now() > deadline) throw new Error(`got ${received.length} of ${n} events`);
+        await new Promise<void>((resolve) => {
+          notify = resolve;
+          setTimeout(resolve, 50);
+        });
+      }
+      return received;
+    },
+    async close() {
+      controller.abort();
+      await done;
+    },
+  };
+}

@@ -1,0 +1,78 @@
+import { createPrisma } from "@spool/db";
+import { Engine } from "@spool/engine";
+import { createLogger, DatabaseUrl, LogLevel, loadConfig, RedisUrl } from "@spool/shared";
+import { Redis } from "ioredis";
+import { z } from "zod";
+import { createClock } from "./clock.js";
+import { startLoop } from "./loop.js";
+import { listenForPublishes } from "./trigger-listener.js";
+
+const config = loadConfig(
+  z.object({
+    DATABASE_URL: DatabaseUrl,
+    REDIS_URL: RedisUrl,
+    SPOOL_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).default(2000),
+    SPOOL_QUEUED_GRACE_MS: z.coerce.number().int().min(0).default(5000),
+    SPOOL_TRIGGER_CHECK_INTERVAL_MS: z.coerce.number().int().min(20).default(200),
+    SPOOL_SCHEDULE_CHECK_INTERVAL_MS: z.coerce.number().int().min(20).default(500),
+    SPOOL_CLOCK_SPEED: z.coerce.number().positive().optional(),
+    SPOOL_CLOCK_EPOCH_MS: z.coerce.number().int().optional(),
+    SPOOL_LOG_LEVEL: LogLevel,
+  }),
+);
+
+const logger = createLogger("scheduler", config.SPOOL_LOG_LEVEL);
+const clock = createClock(config.SPOOL_CLOCK_SPEED, config.SPOOL_CLOCK_EPOCH_MS);
+const prisma = createPrisma({ databaseUrl: config.DATABASE_URL, maxConnections: 5 });
+const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1 });
+redis.on("error", (err) => logger.warn({ err: err.message }, "redis connection error"));
+const subscriber = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+subscriber.on("error", (err) => logger.debug({ err: err.message }, "redis subscriber connection error"));
+const engine = new Engine({ prisma, redis, redisUrl: config.REDIS_URL, logger, clock });
+
+const loops = [
+  startLoop({
+    name: "sweeps",
+    intervalMs: config.SPOOL_SWEEP_INTERVAL_MS,
+    logger,
+    tick: async () => {
+      const report = await engine.sweeps.runAll({ queuedGraceMs: config.SPOOL_QUEUED_GRACE_MS });
+      if (Object.values(report).some((n) => n > 0)) logger.info(report, "swept");
+    },
+  }),
+  // Partial batches whose oldest event timed out, and full ones whose announcement was lost.
+  startLoop({
+    name: "triggers",
+    intervalMs: config.SPOOL_TRIGGER_CHECK_INTERVAL_MS,
+    logger,
+    tick: async () => {
+      const fired = await engine.triggerFiring.fireDue();
+      if (fired) logger.info({ fired }, "trigger batches fired");
+    },
+  }),
+  startLoop({
+    name: "schedules",
+    intervalMs: config.SPOOL_SCHEDULE_CHECK_INTERVAL_MS,
+    logger,
+    tick: async () => {
+      const fired = await engine.scheduleFiring.fireDue(clock());
+      if (fired) logger.info({ fired }, "schedules fired");
+    },
+  }),
+];
+const stopListening = listenForPublishes(engine, subscriber, logger);
+logger.info({ sweep_interval_ms: config.SPOOL_SWEEP_INTERVAL_MS }, "scheduler started");
+
+let stopping = false;
+async function shutdown(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ signal }, "shutting down");
+  await Promise.all(loops.map((l) => l.stop()));
+  await stopListening();
+  await Promise.allSettled([engine.close(), prisma.$disconnect(), redis.quit()]);
+  logger.info("stopped");
+  process.exit(0);
+}
+process.on("SIGTERM", () => void shutdown("SIGTERM"));
+process.on("SIGINT", () => void shutdown("SIGINT"));

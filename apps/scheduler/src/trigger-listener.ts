@@ -1,0 +1,49 @@
+import { type Engine, PUBLISH_CHANNEL } from "@spool/engine";
+import type { Logger } from "@spool/shared";
+import type { Redis } from "ioredis";
+
+/**
+ * Fires full batches the moment their last event is published: every publish is announced on
+ * Redis, and the triggers of that topic are checked at once (one check at a time per topic; a
+ * burst of announcements collapses into one more round).
+ */
+export function listenForPublishes(engine: Engine, subscriber: Redis, logger: Logger): () => Promise<void> {
+  const running = new Map<string, { again: boolean; done: Promise<void> }>();
+  const check = (projectId: string, topic: string) => {
+    const key = `${projectId}\n${topic}`;
+    const current = running.get(key);
+    if (current) {
+      current.again = true;
+      return;
+    }
+    const entry = { again: false, done: Promise.resolve() };
+    entry.done = (async () => {
+      try {
+        do {
+          entry.again = false;
+          await engine.triggerFiring.fireForTopic(projectId, topic);
+        } while (entry.again);
+      } catch (err) {
+        logger.warn({ err: String(err), topic }, "trigger check failed; the periodic check will retry");
+      } finally {
+        running.delete(key);
+      }
+    })();
+    running.set(key, entry);
+  };
+  subscriber.on("message", (_channel: string, message: string) => {
+    try {
+      const { projectId, topic } = JSON.parse(message) as { projectId: string; topic: string };
+      check(projectId, topic);
+    } catch {
+      logger.warn("malformed publish announcement");
+    }
+  });
+  void subscriber
+    .subscribe(PUBLISH_CHANNEL)
+    .catch((err: Error) => logger.warn({ err: err.message }, "subscribe failed"));
+  return async () => {
+    await Promise.allSettled([...running.values()].map((r) => r.done));
+    subscriber.disconnect();
+  };
+}

@@ -1,0 +1,83 @@
+import { BULL_PREFIX, bullQueueName, type Engine, type JobData } from "@spool/engine";
+import type { Logger, WorkflowDefinition } from "@spool/shared";
+import { Worker } from "bullmq";
+import { executeJob, type InFlight } from "./execute-job.js";
+
+export interface ConsumerOptions {
+  engine: Engine;
+  projectId: string;
+  queues: string[];
+  workflows: Map<string, WorkflowDefinition>;
+  workerId: () => string | null;
+  logger: Logger;
+  /** Jobs this process runs at once, per queue. */
+  concurrency: number;
+  /** How long a job lock lives without renewal: a SIGKILLed worker's job is redelivered after it. */
+  lockDurationMs: number;
+}
+
+/** One BullMQ Worker per queue this process serves. */
+export class Consumer {
+  private readonly workers: Worker[] = [];
+  readonly inFlight = new Map<string, InFlight>();
+
+  constructor(private readonly o: ConsumerOptions) {}
+
+  start(): void {
+    for (const queue of this.o.queues) {
+      const worker = new Worker<JobData, string>(
+        bullQueueName(this.o.projectId, queue),
+        (job) =>
+          executeJob({
+            engine: this.o.engine,
+            data: job.data,
+            workflows: this.o.workflows,
+            workerId: this.o.workerId,
+            logger: this.o.logger,
+            inFlight: this.inFlight,
+          }),
+        {
+          connection: this.o.engine.dispatcher.workerConnection(),
+          prefix: BULL_PREFIX,
+          concurrency: this.o.concurrency,
+          lockDuration: this.o.lockDurationMs,
+          stalledInterval: this.o.lockDurationMs,
+          // A job whose worker died must always come back; the engine's dispatch sequence stops
+          // a redelivered job from running a run that has moved on.
+          maxStalledCount: 1_000_000,
+        },
+      );
+      worker.on("failed", (job, err) =>
+        this.o.logger.error(
+          { err: err.message, job_id: job?.id, queue },
+          "job failed (infrastructure error)",
+        ),
+      );
+      worker.on("error", (err) =>
+        this.o.logger.warn({ err: err.message, queue }, "consumer connection error"),
+      );
+      this.workers.push(worker);
+    }
+    this.o.logger.info({ queues: this.o.queues, concurrency: this.o.concurrency }, "consuming");
+  }
+
+  /**
+   * Graceful drain: take no new jobs, let in-flight runs finish for up to `timeoutMs`, then hand
+   * the rest back to the queue at once (a new dispatch sequence), instead of letting their job
+   * locks expire.
+   */
+  async drain(timeoutMs: number): Promise<{ finished: boolean; handedBack: number }> {
+    const closing = Promise.all(this.workers.map((w) => w.close()));
+    const finished = await Promise.race([
+      closing.then(() => true),
+      new Promise<false>((resolve) => setTimeout(() => resolve(false), timeoutMs).unref()),
+    ]);
+    if (finished) return { finished, handedBack: 0 };
+    let handedBack = 0;
+    for (const run of [...this.inFlight.values()]) {
+      if (await this.o.engine.executions.release(run.executionId, run.dispatchSeq)) handedBack++;
+    }
+    await Promise.all(this.workers.map((w) => w.close(true)));
+    return { finished, handedBack };
+  }
+}

@@ -1,0 +1,142 @@
+import type { Execution } from "@spool/db";
+import {
+  backoffDelay,
+  createRunStream,
+  createSpanWriter,
+  type Engine,
+  type JobData,
+  replay,
+  type WorkflowKind,
+} from "@spool/engine";
+import type { Logger, WorkflowDefinition } from "@spool/shared";
+
+/** How long a run must be going before its trace shows it running. */
+const RUNNING_SPAN_DELAY_MS = 250;
+
+/** Run-level retry backoff: 1 s, 2 s, 4 s … capped at 5 min (jittered). */
+const RUN_RETRY_BACKOFF = { initial: 1000, max: 300_000, factor: 2 };
+
+export interface InFlight {
+  executionId: string;
+  dispatchSeq: number;
+}
+
+/**
+ * Processes one BullMQ job. Postgres decides what it means: a stale job is skipped; a current run
+ * job replays the workflow and ends in one engine transition (complete, fail or retry, block).
+ */
+export async function executeJob(args: {
+  engine: Engine;
+  data: JobData;
+  workflows: Map<string, WorkflowDefinition>;
+  workerId: () => string | null;
+  logger: Logger;
+  inFlight: Map<string, InFlight>;
+}): Promise<string> {
+  const { engine, data } = args;
+  if (data.kind === "timer") {
+    return (await engine.executions.fireTimer(data.waitId)) ? "timer fired" : "timer not due";
+  }
+  const execution = await engine.executions.start(data.executionId, data.dispatchSeq, args.workerId());
+  if (!execution) return "stale job skipped";
+
+  args.inFlight.set(execution.id, { executionId: execution.id, dispatchSeq: execution.dispatchSeq });
+  const kind: WorkflowKind = args.workflows.get(execution.workflowId)?.kind ?? "workflow";
+  // Traces are observability: a failed span write is logged, never allowed to fail the run.
+  const syncSpans = () =>
+    engine.traces
+      .syncExecution(execution.id, kind)
+      .catch((err) => args.logger.warn({ err: String(err), execution_id: execution.id }, "span sync failed"));
+  // A run still going after a moment shows as running in its trace; short runs skip that write
+  // (it cost a third of a no-op run's database work). The final sync is awaited, after the start
+  // one, so the trace never ends older than the run.
+  let started: Promise<void> | undefined;
+  const startTimer = setTimeout(() => {
+    started = syncSpans();
+  }, RUNNING_SPAN_DELAY_MS);
+  try {
+    return await runExecution(args, execution);
+  } finally {
+    clearTimeout(startTimer);
+    args.inFlight.delete(execution.id);
+    await started;
+    await syncSpans();
+  }
+}
+
+async function runExecution(args: Parameters<typeof executeJob>[0], execution: Execution): Promise<string> {
+  const { engine, logger } = args;
+  const seq = execution.dispatchSeq;
+  const definition = args.workflows.get(execution.workflowId);
+  if (!definition) {
+    await engine.executions.fail({
+      executionId: execution.id,
+      dispatchSeq: seq,
+      error: {
+        name: "WorkflowNotLoadedError",
+        message: `workflow '${execution.workflowId}' is not loaded by the worker serving queue '${execution.queueName}' (deployment '${execution.deploymentId}')`,
+        non_retryable: true,
+      },
+    });
+    return "workflow not loaded";
+  }
+
+  const log = logger.child({ execution_id: execution.id, workflow_id: execution.workflowId });
+  const warn = (what: string) => (err: unknown) => log.warn({ err: String(err) }, what);
+  const stream = createRunStream(
+    engine.events,
+    { projectId: execution.projectId, workflowId: execution.workflowId, executionId: execution.id },
+    warn("stream publish failed"),
+  );
+  const spans = createSpanWriter(engine.traces, execution, warn("span write failed"));
+  const outcome = await replay({
+    definition,
+    input: execution.input,
+    execution: {
+      id: execution.id,
+      workflowId: execution.workflowId,
+      attempt: execution.attempt,
+      queueName: execution.queueName,
+      parentExecutionId: execution.parentExecutionId,
+      rootExecutionId: execution.rootExecutionId ?? execution.id,
+    },
+    journal: await engine.executions.journal(execution.id, seq),
+    logger: {
+      info: (m, f) => log.info(f ?? {}, m),
+      warn: (m, f) => log.warn(f ?? {}, m),
+      error: (m, f) => log.error(f ?? {}, m),
+    },
+    canRetry: execution.attempt <= (definition.options.retries ?? 0),
+    publish: stream.publish,
+    onStepFinished: spans.record,
+  });
+  // Live events and spans land before the outcome does: a client that sees the run finished
+  // finds its whole stream and trace.
+  await Promise.all([stream.flush(), spans.flush()]);
+
+  switch (outcome.type) {
+    case "completed":
+      await engine.executions.complete(execution.id, seq, outcome.result);
+      return "completed";
+    case "failed": {
+      const retryDelayMs = outcome.retryable ? backoffDelay(execution.attempt, RUN_RETRY_BACKOFF) : null;
+      await engine.executions.fail({
+        executionId: execution.id,
+        dispatchSeq: seq,
+        error: outcome.error,
+        retryDelayMs,
+      });
+      log.info(
+        { error: outcome.error.message, retry_in_ms: retryDelayMs },
+        outcome.retryable ? "attempt failed, retrying" : "failed",
+      );
+      return outcome.retryable ? "retrying" : "failed";
+    }
+    case "blocked":
+      await engine.executions.block({ executionId: execution.id, dispatchSeq: seq, waits: outcome.waits });
+      return "waiting";
+    case "aborted":
+      log.info({ reason: outcome.reason }, "stopped");
+      return `aborted: ${outcome.reason}`;
+  }
+}

@@ -1,0 +1,168 @@
+// Renders a benchmark result as Markdown: each of our figures beside the floor of the same run.
+import type { FloorResult } from "./floor.js";
+import type { EventsResult, LatencyResult, ThroughputResult } from "./scenarios.js";
+import type { Summary } from "./stats.js";
+
+export interface BenchResult {
+  mode: string;
+  machine: {
+    date: string;
+    cores: number;
+    cpuModel: string | null;
+    memoryGiB: number;
+    node: string;
+    platform: string;
+    commit: string | null;
+    workingTreeDirty: boolean | null;
+  };
+  loadAverage: { before: number[]; after: number[] };
+  setup: { workers: number; workerConcurrency: number; services: string };
+  floor: FloorResult;
+  latency: LatencyResult;
+  throughput: ThroughputResult;
+  events: EventsResult;
+  durationSec: number;
+}
+
+const f = (x: number | null | undefined, digits = 1) =>
+  x === null || x === undefined || !Number.isFinite(x) ? "n/a" : x.toFixed(digits);
+const ratio = (ours: number | null | undefined, floor: number | null | undefined) => {
+  if (ours === null || ours === undefined || !floor) return "n/a";
+  const x = ours / floor;
+  return `${x >= 10 ? x.toFixed(0) : x >= 1 ? x.toFixed(1) : x.toPrecision(2)}×`;
+};
+const pct = (s: Summary) => `${f(s.p50)} / ${f(s.p95)} / ${f(s.p99)}`;
+
+export function renderMarkdown(r: BenchResult): string {
+  const m = r.machine;
+  const { floor, latency, throughput, events } = r;
+  const bull1 = floor.bullmq.concurrency1;
+  const bullN = floor.bullmq.concurrencyN;
+  const pg1 = floor.postgres.sequential;
+  const pgN = floor.postgres.concurrent;
+  const completedRates = throughput.rates.filter((x) => x.completedRunsPerSec !== null);
+  const bestRuns = completedRates.length
+    ? Math.max(...completedRates.map((x) => x.completedRunsPerSec ?? 0))
+    : null;
+  const bestSteps = completedRates.length ? Math.max(...completedRates.map((x) => x.stepsPerSec ?? 0)) : null;
+  const out: string[] = [];
+  out.push(`# Spool benchmark, ${m.date.slice(0, 10)} (${r.mode} mode)`, "");
+  out.push(
+    `- Machine: ${m.cores} cores (${m.cpuModel ?? "unknown CPU"}), ${m.memoryGiB} GiB RAM, ${m.platform}, Node ${m.node}`,
+    `- Commit: ${m.commit ?? "unknown"}${m.workingTreeDirty ? " (working tree had uncommitted changes)" : ""}; run at ${m.date}; took ${r.durationSec} s`,
+    `- Load average (1/5/15 min) before: ${r.loadAverage.before.join(" / ")}, after: ${r.loadAverage.after.join(" / ")}`,
+    `- System: api, ${r.setup.workers} worker(s) at concurrency ${r.setup.workerConcurrency}, scheduler; ${r.setup.services}`,
+    "",
+  );
+
+  out.push(
+    `## Latency: one run at a time (${latency.runs} runs after ${latency.warmupRuns} warm-up runs)`,
+    "",
+    "| figure (ms) | p50 / p95 / p99 | floor, same run (p50 / p95 / p99) | ours ÷ floor (p50) |",
+    "|---|---|---|---|",
+    `| run → completed, client-observed (POST …/run?wait=30) | ${pct(latency.runToCompletedMs)} | BullMQ add → completed, concurrency 1: ${pct(bull1.roundTripMs)} | ${ratio(latency.runToCompletedMs.p50, bull1.roundTripMs.p50)} |`,
+    `| step → next step gap in the worker (stored timestamps, 1 ms resolution, ${latency.stepGapMs.n} gaps) | ${pct(latency.stepGapMs)} | Postgres INSERT + commit: ${pct(pg1.insertCommitMs)} | ${ratio(latency.stepGapMs.p50, pg1.insertCommitMs.p50)} |`,
+    `| breakdown: created_at → completed_at as stored (server side) | ${pct(latency.serverCreatedToCompletedMs)} | | |`,
+    `| breakdown: created_at → started_at (queue wait + worker pickup) | ${pct(latency.serverCreatedToStartedMs)} | | |`,
+    `| breakdown: execution started_at → first step started_at | ${pct(latency.startedToFirstStepMs)} | | |`,
+    `| breakdown: last step completed_at → execution completed_at | ${pct(latency.lastStepToCompletedMs)} | | |`,
+    `| breakdown: stored completed_at → client has the ?wait response | ${pct(latency.completedToResponseMs)} | | |`,
+    "",
+  );
+
+  out.push(
+    `## Throughput: open-loop arrivals of bench-3-steps (${throughput.rates[0]?.windowMs ?? 0} ms per rate)`,
+    "",
+    "End to end = the run's stored completed_at − its scheduled arrival time on the client's clock (same host).",
+    "",
+    "| offered runs/s | sent | completed | completed runs/s | steps/s | end-to-end p50 / p99 (ms) | POST accept p99 (ms) | client send lag p99 (ms) | outcome |",
+    "|---|---|---|---|---|---|---|---|---|",
+  );
+  for (const x of throughput.rates) {
+    const outcome = x.aborted
+      ? `aborted: ${x.aborted}`
+      : x.notCompleted > 0
+        ? `${x.notCompleted} runs not completed within the drain bound`
+        : x.httpErrors
+          ? `${x.httpErrors} HTTP errors`
+          : "ok";
+    out.push(
+      `| ${x.offeredPerSec} | ${x.sent} | ${x.completed} | ${f(x.completedRunsPerSec)} | ${f(x.stepsPerSec)} | ${f(x.endToEndMs.p50)} / ${f(x.endToEndMs.p99)} | ${f(x.acceptMs.p99)} | ${f(x.sendLagMs.p99)} | ${outcome} |`,
+    );
+  }
+  for (const s of throughput.skipped)
+    out.push(`| ${s.offeredPerSec} | 0 | 0 | n/a | n/a | n/a | n/a | n/a | ${s.reason} |`);
+  const cpuKeys = [...new Set(throughput.rates.flatMap((x) => Object.keys(x.cpuPercent)))];
+  if (cpuKeys.length) {
+    out.push(
+      "",
+      `CPU use per rate, from the first arrival to the end of the drain, in % of one core (this machine has ${m.cores} cores, so ${m.cores * 100} % is all of it):`,
+      "",
+      `| offered runs/s | ${cpuKeys.join(" | ")} |`,
+      `|---|${cpuKeys.map(() => "---").join("|")}|`,
+    );
+    for (const x of throughput.rates) {
+      out.push(`| ${x.offeredPerSec} | ${cpuKeys.map((k) => f(x.cpuPercent[k], 0)).join(" | ")} |`);
+    }
+    const perRunKeys = [...new Set(throughput.rates.flatMap((x) => Object.keys(x.cpuMsPerRun)))];
+    out.push(
+      "",
+      "CPU milliseconds per completed run (CPU time used ÷ runs completed; little affected by other load):",
+      "",
+      `| offered runs/s | ${perRunKeys.join(" | ")} |`,
+      `|---|${perRunKeys.map(() => "---").join("|")}|`,
+    );
+    for (const x of throughput.rates) {
+      out.push(`| ${x.offeredPerSec} | ${perRunKeys.map((k) => f(x.cpuMsPerRun[k], 1)).join(" | ")} |`);
+    }
+  }
+  out.push(
+    "",
+    `Highest offered rate whose end-to-end p99 stayed under 500 ms: **${throughput.maxRateWithP99Under500ms ?? "none"}${throughput.maxRateWithP99Under500ms ? " runs/s" : ""}**.`,
+    "",
+    "| figure | ours (best rate) | floor, same run | ours ÷ floor |",
+    "|---|---|---|---|",
+    `| runs/s vs BullMQ jobs/s (concurrency ${bullN.concurrency}, ${bullN.jobs} no-op jobs) | ${f(bestRuns)} | ${f(bullN.jobsPerSec)} | ${ratio(bestRuns, bullN.jobsPerSec)} |`,
+    `| steps/s vs Postgres INSERT + commit/s (${pgN.clients} clients, ${pgN.inserts} inserts) | ${f(bestSteps)} | ${f(pgN.insertsPerSec)} | ${ratio(bestSteps, pgN.insertsPerSec)} |`,
+    "",
+  );
+
+  out.push(
+    `## Events: publish into a batch trigger (batch_size ${events.batchSize})`,
+    "",
+    "| figure | value |",
+    "|---|---|",
+    `| events published (${events.publishers} concurrent publishers, one event per request) | ${events.published} (${events.publishErrors} errors) |`,
+    `| publish rate | ${f(events.publishPerSec)} events/s |`,
+    `| publish request p50 / p95 / p99 (ms) | ${pct(events.publishMs)} |`,
+    `| full batches fired / expected | ${events.batchesFired} / ${events.batchesExpected} |`,
+    `| 100th event created_at → batch run started_at, p50 / p95 / p99 (ms) | ${pct(events.lastEventToRunStartedMs)} |`,
+    `| 100th event created_at → batch run created_at (firing only), p50 / p95 / p99 (ms) | ${pct(events.lastEventToRunCreatedMs)} |`,
+    "",
+  );
+
+  out.push(
+    "## Floor (same Redis and Postgres, same run)",
+    "",
+    "| figure | value |",
+    "|---|---|",
+    `| BullMQ add → completed, concurrency 1, ${bull1.jobs} jobs one at a time, p50 / p95 / p99 (ms) | ${pct(bull1.roundTripMs)} (${f(bull1.jobsPerSec)} jobs/s) |`,
+    `| BullMQ, concurrency ${bullN.concurrency}, ${bullN.jobs} queued no-op jobs drained | ${f(bullN.jobsPerSec)} jobs/s |`,
+    `| Postgres INSERT + commit, 1 client, ${pg1.inserts} inserts, p50 / p95 / p99 (ms) | ${pct(pg1.insertCommitMs)} (${f(pg1.insertsPerSec)} inserts/s) |`,
+    `| Postgres INSERT + commit, ${pgN.clients} clients, ${pgN.inserts} inserts | ${f(pgN.insertsPerSec)} inserts/s |`,
+    "",
+  );
+
+  const mem = throughput.memory;
+  out.push(
+    "## Memory",
+    "",
+    `| process | peak VmRSS during the throughput scenario (MiB, sampled every ${mem.intervalMs} ms, ${mem.samples} samples) | VmHWM at its end (MiB, lifetime peak) |`,
+    "|---|---|---|",
+  );
+  for (const name of Object.keys(mem.peakRssMiB)) {
+    out.push(`| ${name} | ${f(mem.peakRssMiB[name])} | ${f(mem.vmHwmMiB[name])} |`);
+  }
+  out.push("");
+  return out.join("\n");
+}

@@ -1,0 +1,186 @@
+// `npm run bench [-- --full | --smoke] [--out <dir>] [--workers N] [--concurrency N]
+//                  [--rates 50,100,… (runs/s)] [--window <seconds per rate>]`
+//
+// Starts the real system (system.ts), measures the floor (floor.ts) and Spool (scenarios.ts) on the
+// same Postgres and Redis, then writes <out>/<YYYY-MM-DD>.json and .md and prints the Markdown.
+// Every figure in the output is measured in this run; see docs/benchmarks.md.
+import { execFileSync } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, totalmem } from "node:os";
+import { join, resolve } from "node:path";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { measureFloor } from "./floor.js";
+import { type BenchResult, renderMarkdown } from "./report.js";
+import { eventsScenario, latencyScenario, throughputScenario } from "./scenarios.js";
+import { procMemMiB } from "./stats.js";
+import { ROOT, startSystem, stopAll } from "./system.js";
+
+const { values: args } = parseArgs({
+  options: {
+    full: { type: "boolean", default: false },
+    smoke: { type: "boolean", default: false },
+    out: { type: "string" },
+    workers: { type: "string", default: "1" },
+    concurrency: { type: "string", default: "10" },
+    rates: { type: "string" },
+    window: { type: "string" },
+  },
+  strict: true,
+});
+
+const mode = args.smoke ? "smoke" : args.full ? "full" : "quick";
+const workers = Number(args.workers);
+const concurrency = Number(args.concurrency);
+if (!Number.isInteger(workers) || workers < 1 || workers > 16) throw new Error("--workers must be 1..16");
+if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1000)
+  throw new Error("--concurrency must be 1..1000");
+
+const PLANS = {
+  smoke: {
+    latency: { runs: 5, warmup: 2, timeoutMs: 30_000 },
+    throughput: { rates: [10], windowMs: 1_000, drainTimeoutMs: 10_000, pauseMs: 200 },
+    events: { batches: 1, publishers: 4, timeoutMs: 30_000 },
+    floor: { jobs1: 20, jobsN: 100, inserts1: 20, insertsN: 100, timeoutMs: 20_000 },
+  },
+  quick: {
+    latency: { runs: 200, warmup: 20, timeoutMs: 60_000 },
+    throughput: {
+      rates: [10, 25, 50, 100, 200, 400, 800],
+      windowMs: 5_000,
+      drainTimeoutMs: 15_000,
+      pauseMs: 1_000,
+    },
+    events: { batches: 10, publishers: 4, timeoutMs: 30_000 },
+    floor: { jobs1: 500, jobsN: 5_000, inserts1: 500, insertsN: 5_000, timeoutMs: 30_000 },
+  },
+  full: {
+    latency: { runs: 500, warmup: 50, timeoutMs: 180_000 },
+    throughput: {
+      rates: [10, 25, 50, 100, 200, 400, 800],
+      windowMs: 20_000,
+      drainTimeoutMs: 60_000,
+      pauseMs: 3_000,
+    },
+    events: { batches: 50, publishers: 8, timeoutMs: 120_000 },
+    floor: { jobs1: 2_000, jobsN: 20_000, inserts1: 2_000, insertsN: 20_000, timeoutMs: 60_000 },
+  },
+} as const;
+const base = PLANS[mode];
+const rates = args.rates ? args.rates.split(",").map(Number) : [...base.throughput.rates];
+const windowMs = args.window ? Number(args.window) * 1000 : base.throughput.windowMs;
+if (rates.some((r) => !Number.isFinite(r) || r <= 0 || r > 10_000)) throw new Error("--rates: e.g. 20,40,80");
+if (!Number.isFinite(windowMs) || windowMs < 100 || windowMs > 600_000)
+  throw new Error("--window: seconds, 0.1..600");
+const plan = { ...base, throughput: { ...base.throughput, rates, windowMs } };
+
+const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
+const outDir = resolve(args.out ?? join(ROOT, "bench", "results"));
+
+function git(...a: string[]): string | null {
+  try {
+    return execFileSync("git", a, {
+      cwd: ROOT,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    }).trim();
+  } catch {
+    return null;
+  }
+}
+
+function machine() {
+  const dirty = git("status", "--porcelain", "--untracked-files=no");
+  return {
+    date: new Date().toISOString(),
+    cores: cpus().length,
+    cpuModel: cpus()[0]?.model ?? null,
+    memoryGiB: Math.round((totalmem() / 1024 ** 3) * 10) / 10,
+    node: process.version,
+    platform: `${process.platform} ${process.arch}`,
+    commit: git("rev-parse", "--short", "HEAD"),
+    workingTreeDirty: dirty === null ? null : dirty.length > 0,
+  };
+}
+
+let stopping = false;
+for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+  process.on(sig, () => {
+    if (stopping) return;
+    stopping = true;
+    log(`${sig}: stopping everything`);
+    void stopAll().finally(() => process.exit(130));
+  });
+}
+
+async function main() {
+  const started = performance.now();
+  const loadBefore = loadavg();
+  log(`mode ${mode}; starting the system`);
+  const sys = await startSystem({ workers, workerConcurrency: concurrency });
+  log(`system up in ${Math.round(performance.now() - started)} ms`);
+
+  log("floor: bare BullMQ round trips and bare Postgres inserts");
+  const floor = await measureFloor(
+    { databaseUrl: sys.databaseUrl, redisUrl: sys.redisUrl },
+    { ...plan.floor, concurrency },
+  );
+  log(`latency: ${plan.latency.runs} runs one at a time (after ${plan.latency.warmup} warm-up runs)`);
+  const latency = await latencyScenario(sys, plan.latency);
+  const throughput = await throughputScenario(sys, plan.throughput, (pid) => procMemMiB(pid, "VmHWM"));
+  log(`events: ${plan.events.batches * 100} events into a batch_size 100 trigger`);
+  const events = await eventsScenario(sys, plan.events);
+  for (const app of [sys.api, ...sys.workers, sys.scheduler]) {
+    if (!app.alive) throw new Error(`${app.name} died during the benchmark\n${app.tail}`);
+  }
+
+  const result: BenchResult & { setup: { plan: unknown } } = {
+    mode,
+    machine: machine(),
+    loadAverage: {
+      before: loadBefore.map((x) => Math.round(x * 100) / 100),
+      after: loadavg().map((x) => Math.round(x * 100) / 100),
+    },
+    setup: {
+      workers,
+      workerConcurrency: concurrency,
+      services: sys.servicesStarted
+        ? "embedded (scripts/services.mjs: temporary Postgres 18 with fsync=off, synchronous_commit=off; redis-server without persistence)"
+        : "given by DATABASE_URL / REDIS_URL",
+      plan,
+    },
+    floor,
+    latency,
+    throughput,
+    events,
+    durationSec: Math.round((performance.now() - started) / 100) / 10,
+  };
+  mkdirSync(outDir, { recursive: true });
+  const day = result.machine.date.slice(0, 10);
+  const jsonPath = join(outDir, `${day}.json`);
+  const mdPath = join(outDir, `${day}.md`);
+  const md = renderMarkdown(result);
+  writeFileSync(jsonPath, `${JSON.stringify(result, null, 2)}\n`);
+  writeFileSync(mdPath, md);
+  process.stdout.write(`${md}\n`);
+  log(`wrote ${jsonPath} and ${mdPath}`);
+}
+
+const isMain = process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url);
+if (isMain) {
+  main()
+    .then(
+      () => 0,
+      (err: unknown) => {
+        log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+        return 1;
+      },
+    )
+    .then(async (code) => {
+      if (stopping) return;
+      stopping = true;
+      await stopAll();
+      process.exit(code);
+    });
+}

@@ -1,0 +1,253 @@
+// Starts the real Spool system for the benchmark: Postgres + Redis (scripts/services.mjs in a child
+// process, unless DATABASE_URL / REDIS_URL are given), migrations, then the api, worker(s) and scheduler
+// as separate `node --import tsx apps/<x>/src/main.ts` processes, exactly as scripts/dev.mjs does.
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+import { deployMigrations } from "../packages/db/scripts/migrate.mjs";
+import { type ServicesHandle, startServicesProcess } from "../scripts/services-client.mjs";
+
+export const ROOT = fileURLToPath(new URL("../", import.meta.url));
+const WORKFLOWS = fileURLToPath(new URL("./workflows.ts", import.meta.url));
+const READY_TIMEOUT_MS = 90_000;
+const STOP_TIMEOUT_MS = 10_000;
+
+const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** A child app whose JSON log lines can be awaited; keeps only a tail of its output. */
+export class App {
+  private waiters: { test: (l: Record<string, unknown>) => boolean; resolve: () => void }[] = [];
+  private seen: Record<string, unknown>[] = [];
+  tail = "";
+  readonly exited: Promise<void>;
+
+  constructor(
+    readonly name: string,
+    readonly child: ChildProcess,
+  ) {
+    let buffer = "";
+    const keep = (s: string) => {
+      this.tail = (this.tail + s).slice(-8000);
+    };
+    child.stdout?.on("data", (chunk: Buffer) => {
+      const s = chunk.toString();
+      keep(s);
+      buffer += s;
+      for (let nl = buffer.indexOf("\n"); nl >= 0; nl = buffer.indexOf("\n")) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        if (!line.startsWith("{")) continue;
+        try {
+          const parsed = JSON.parse(line) as Record<string, unknown>;
+          if (this.seen.length < 50) this.seen.push(parsed);
+          const hit = this.waiters.filter((w) => w.test(parsed));
+          this.waiters = this.waiters.filter((w) => !hit.includes(w));
+          for (const w of hit) w.resolve();
+        } catch {
+          // not a log line
+        }
+      }
+    });
+    child.stderr?.on("data", (chunk: Buffer) => keep(chunk.toString()));
+    this.exited = new Promise((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) resolve();
+      else child.once("exit", () => resolve());
+    });
+  }
+
+  get pid(): number {
+    return this.child.pid ?? -1;
+  }
+
+  get alive(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** Resolves on the first log line with this `msg`; rejects if the process exits or time runs out. */
+  waitForMsg(msg: string, timeoutMs = READY_TIMEOUT_MS): Promise<void> {
+    if (this.seen.some((l) => l.msg === msg)) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`${this.name}: no "${msg}" within ${timeoutMs} ms\n${this.tail}`)),
+        timeoutMs,
+      );
+      this.exited.then(() => {
+        clearTimeout(timer);
+        reject(new Error(`${this.name} exited (code ${this.child.exitCode}) before "${msg}"\n${this.tail}`));
+      });
+      this.waiters.push({
+        test: (l) => l.msg === msg,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      });
+    });
+  }
+
+  async stop(): Promise<void> {
+    if (!this.alive) return;
+    this.child.kill("SIGTERM");
+    const timer = setTimeout(() => {
+      if (this.alive) this.child.kill("SIGKILL");
+    }, STOP_TIMEOUT_MS);
+    await this.exited;
+    clearTimeout(timer);
+  }
+}
+
+export interface SystemOptions {
+  workers: number;
+  workerConcurrency: number;
+}
+
+export interface BenchSystem {
+  databaseUrl: string;
+  redisUrl: string;
+  servicesStarted: boolean;
+  /** The scripts/services.mjs process (parent of postgres and redis-server), when we started it. */
+  servicesPid: number | null;
+  apiUrl: string;
+  projectId: string;
+  apiKey: string;
+  deploymentId: string;
+  api: App;
+  workers: App[];
+  scheduler: App;
+}
+
+/** Everything this process started, so that a failure or Ctrl-C can stop it all. */
+const started: { apps: App[]; services?: ServicesHandle } = { apps: [] };
+
+export async function stopAll(): Promise<void> {
+  const apps = started.apps.splice(0);
+  await Promise.allSettled(apps.map((a) => a.stop()));
+  const services = started.services;
+  started.services = undefined;
+  if (services) {
+    log("stopping postgres and redis");
+    await services.stop();
+  }
+}
+
+async function api<T>(
+  apiUrl: string,
+  method: string,
+  path: string,
+  body: unknown,
+  headers: Record<string, string>,
+): Promise<T> {
+  const res = await fetch(`${apiUrl}/api/v1${path}`, {
+    method,
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(15_000),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path}: HTTP ${res.status} ${text.slice(0, 300)}`);
+  return JSON.parse(text) as T;
+}
+
+export async function startSystem(o: SystemOptions): Promise<BenchSystem> {
+  let databaseUrl = process.env.DATABASE_URL || "";
+  let redisUrl = process.env.REDIS_URL || "";
+  const servicesStarted = !databaseUrl || !redisUrl;
+  if (servicesStarted) {
+    log("starting postgres and redis (scripts/services.mjs, temporary data)");
+    const services = await startServicesProcess({
+      env: { DATABASE_URL: databaseUrl || undefined, REDIS_URL: redisUrl || undefined },
+    });
+    started.services = services;
+    databaseUrl = services.databaseUrl;
+    redisUrl = services.redisUrl;
+  }
+  await deployMigrations(databaseUrl);
+
+  const port = await freePort();
+  const apiUrl = `http://127.0.0.1:${port}`;
+  const adminKey = `sk_admin_bench_${randomBytes(24).toString("hex")}`;
+  const baseEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: redisUrl,
+    SPOOL_LOG_LEVEL: "info",
+  };
+  const launch = (name: string, entry: string, env: NodeJS.ProcessEnv) => {
+    // BENCH_CPU_PROF=<dir>: write a V8 CPU profile of each app there when it exits (for diagnosis).
+    const prof = process.env.BENCH_CPU_PROF
+      ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_CPU_PROF]
+      : [];
+    const child = spawn(process.execPath, [...prof, "--import", "tsx", entry], {
+      cwd: ROOT,
+      env: { ...baseEnv, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const app = new App(name, child);
+    started.apps.push(app);
+    return app;
+  };
+
+  log(`starting the api on ${apiUrl}`);
+  const apiApp = launch("api", "apps/api/src/main.ts", {
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    SPOOL_ADMIN_KEY: adminKey,
+  });
+  await apiApp.waitForMsg("api listening");
+
+  const admin = { authorization: `Bearer ${adminKey}` };
+  const project = await api<{ id: string }>(apiUrl, "POST", "/projects", { name: "bench" }, admin);
+  const { key } = await api<{ key: string }>(
+    apiUrl,
+    "POST",
+    `/projects/${project.id}/api-keys`,
+    { name: "bench" },
+    admin,
+  );
+
+  const deploymentId = "bench";
+  const appEnv = {
+    SPOOL_API_URL: apiUrl,
+    SPOOL_API_KEY: key,
+    SPOOL_PROJECT_ID: project.id,
+  };
+  log(`starting ${o.workers} worker(s) (concurrency ${o.workerConcurrency}) and the scheduler`);
+  const workers = Array.from({ length: o.workers }, (_, i) =>
+    launch(`worker-${i + 1}`, "apps/worker/src/main.ts", {
+      ...appEnv,
+      SPOOL_WORKFLOWS_MODULE: WORKFLOWS,
+      SPOOL_DEPLOYMENT_ID: deploymentId,
+      SPOOL_WORKER_CONCURRENCY: String(o.workerConcurrency),
+    }),
+  );
+  const scheduler = launch("scheduler", "apps/scheduler/src/main.ts", appEnv);
+  await Promise.all([
+    ...workers.map((w) => w.waitForMsg("consuming")),
+    scheduler.waitForMsg("scheduler started"),
+  ]);
+  return {
+    databaseUrl,
+    redisUrl,
+    servicesStarted,
+    servicesPid: started.services?.child.pid ?? null,
+    apiUrl,
+    projectId: project.id,
+    apiKey: key,
+    deploymentId,
+    api: apiApp,
+    workers,
+    scheduler,
+  };
+}

@@ -1,0 +1,29 @@
+import { runTopic } from "@spool/shared";
+import type { Events } from "../events/events.js";
+import { createBatcher } from "./batcher.js";
+
+/** How often buffered live events of a run are published (one transaction per flush). */
+export const STREAM_FLUSH_MS = 50;
+
+/**
+ * The live events of one run (agent text deltas, tool calls, finish), published in order on the
+ * run's topic `workflow/<workflow_id>/<execution_id>`, where `GET /events/stream` shows them.
+ */
+export function createRunStream(
+  events: Events,
+  run: { projectId: string; workflowId: string; executionId: string },
+  onError: (err: unknown) => void,
+) {
+  const topic = runTopic(run.workflowId, run.executionId);
+  const batcher = createBatcher<{ eventType: string; data: Record<string, unknown> }>(
+    STREAM_FLUSH_MS,
+    (batch) =>
+      events.publish(
+        run.projectId,
+        topic,
+        batch.map((e) => ({ eventType: e.eventType, data: e.data })),
+      ),
+    onError,
+  );
+  return { topic, publish: batcher.add, flush: batcher.flush };
+}

@@ -1,0 +1,16 @@
+import type { PrismaClient } from "@spool/db";
+import type { Logger } from "@spool/shared";
+import type { Redis } from "ioredis";
+import type { Dispatcher } from "./dispatch/dispatcher.js";
+
+/** What engine functions need; built once by the Engine. */
+export interface EngineDeps {
+  prisma: PrismaClient;
+  dispatcher: Dispatcher;
+  logger: Logger;
+  /** Announcements only (finished runs, publishes); never a source of truth. */
+  redis: Redis;
+}
+
+/** Interactive transactions here are short, but wait behind row locks under load. */
+export const TX_OPTIONS = { maxWait: 10_000, timeout: 20_000 } as const;

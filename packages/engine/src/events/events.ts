@@ -1,0 +1,165 @@
+import type { Event, Prisma } from "@spool/db";
+import { Prisma as P } from "@spool/db";
+import type { EngineDeps } from "../deps.js";
+import type { DispatchRequest } from "../dispatch/dispatcher.js";
+import { resolveWait } from "../execution/resolve-wait.js";
+import { withIdempotency } from "../idempotency/idempotency.js";
+import { matchesFilter } from "./match.js";
+
+export interface NewEvent {
+  eventType?: string | null;
+  data: Record<string, unknown>;
+}
+
+/** An event as clients see it (the wire shape is stored for idempotent replays). */
+export interface PublishedEvent {
+  id: string;
+  sequence_id: number;
+  topic: string;
+  event_type: string | null;
+  data: unknown;
+  created_at: string;
+}
+
+export const toPublishedEvent = (e: Event): PublishedEvent => ({
+  id: e.id,
+  sequence_id: Number(e.sequenceId),
+  topic: e.topic,
+  event_type: e.eventType,
+  data: e.data,
+  created_at: e.createdAt.toISOString(),
+});
+
+/** Redis channel on which a committed publish is announced (payload: the highest sequence). */
+export const eventsChannel = (projectId: string, topic: string) => `spool:events:${projectId}:${topic}`;
+/** Channel the scheduler listens on to fire full trigger batches at once. */
+export const PUBLISH_CHANNEL = "spool:published";
+
+export type PublishListener = (projectId: string, topic: string, events: PublishedEvent[]) => void;
+
+export class Events {
+  private readonly listeners: PublishListener[] = [];
+
+  constructor(
+    private readonly deps: EngineDeps & {
+      redis: { publish(channel: string, message: string): Promise<unknown> };
+    },
+  ) {}
+
+  /** Called after each committed publish (the trigger batcher hooks in here). */
+  onPublished(listener: PublishListener): void {
+    this.listeners.push(listener);
+  }
+
+  /**
+   * Appends events to a topic. In one transaction: take the next per-project sequence numbers
+   * (under the project row lock, so sequence order is commit order), insert, and settle every
+   * waitForEvent step whose filter the events match. After commit: wake those runs and announce
+   * the publish on Redis for live streams and the scheduler.
+   */
+  async publish(projectId: string, topic: string, events: NewEvent[], idempotencyKey?: string | null) {
+    const result = await withIdempotency(
+      this.deps.prisma,
+      { projectId, operation: `publish:${topic}`, key: idempotencyKey, request: events },
+      async (tx) => {
+        const rows = await appendEvents(tx, projectId, topic, events);
+        const wakes = await settleWaits(tx, projectId, topic, rows);
+        const published = rows.map(toPublishedEvent);
+        return { status: 201, body: published, after: wakes };
+      },
+    );
+    if (result.after) {
+      await this.deps.dispatcher.dispatch(result.after);
+      await this.announce(projectId, topic, result.body);
+    }
+    return { events: result.body, replayed: result.replayed };
+  }
+
+  private async announce(projectId: string, topic: string, events: PublishedEvent[]) {
+    const last = events.at(-1)?.sequence_id;
+    for (const l of this.listeners) l(projectId, topic, events);
+    if (last === undefined) return;
+    // Best effort: streams also catch up from Postgres, and the scheduler sweeps triggers.
+    await Promise.allSettled([
+      this.deps.redis.publish(eventsChannel(projectId, topic), String(last)),
+      // A run's own topic (agent token stream, flushed every 50 ms) is not a trigger source: don't
+      // make every scheduler check triggers for it.
+      topic.startsWith("workflow/")
+        ? Promise.resolve()
+        : this.deps.redis.publish(PUBLISH_CHANNEL, JSON.stringify({ projectId, topic, last })),
+    ]);
+  }
+
+  /** The highest sequence on a topic (0 when empty): where a live-only stream starts. */
+  async latestSequence(projectId: string, topic: string): Promise<number> {
+    const last = await this.deps.prisma.event.findFirst({
+      where: { projectId, topic },
+      orderBy: { sequenceId: "desc" },
+      select: { sequenceId: true },
+    });
+    return last ? Number(last.sequenceId) : 0;
+  }
+
+  /** Events of a topic after a sequence, oldest first. */
+  async history(projectId: string, topic: string, afterSequenceId: number, limit: number) {
+    const rows = await this.deps.prisma.event.findMany({
+      where: { projectId, topic, sequenceId: { gt: BigInt(afterSequenceId) } },
+      orderBy: { sequenceId: "asc" },
+      take: limit + 1,
+    });
+    const page = rows.slice(0, limit).map(toPublishedEvent);
+    return {
+      events: page,
+      nextSequenceId: page.at(-1)?.sequence_id ?? afterSequenceId,
+      hasMore: rows.length > limit,
+    };
+  }
+}
+
+export async function appendEvents(
+  tx: Prisma.TransactionClient,
+  projectId: string,
+  topic: string,
+  events: NewEvent[],
+): Promise<Event[]> {
+  // Reserve n sequence numbers. Locks: the project row until commit (serializes publishes).
+  // Result: the last reserved sequence, or nothing when the project is gone.
+  const [reserved] = await tx.$queryRaw<{ last: bigint }[]>(P.sql`
+    UPDATE projects SET event_sequence = event_sequence + ${events.length}
+    WHERE id = ${projectId}::uuid RETURNING event_sequence AS last`);
+  if (!reserved) throw new Error(`project ${projectId} vanished during publish`);
+  const first = reserved.last - BigInt(events.length) + 1n;
+  const now = new Date();
+  return tx.event.createManyAndReturn({
+    data: events.map((e, i) => ({
+      projectId,
+      topic,
+      sequenceId: first + BigInt(i),
+      eventType: e.eventType ?? null,
+      data: e.data as Prisma.InputJsonValue,
+      createdAt: now,
+    })),
+  });
+}
+
+/** Each pending waitForEvent on the topic takes the first new event its filter matches. */
+async function settleWaits(
+  tx: Prisma.TransactionClient,
+  projectId: string,
+  topic: string,
+  rows: Event[],
+): Promise<DispatchRequest[]> {
+  const waits = await tx.wait.findMany({
+    where: { projectId, topic, kind: "event", status: "pending" },
+    orderBy: { createdAt: "asc" },
+  });
+  const wakes: DispatchRequest[] = [];
+  const ordered = [...rows].sort((a, b) => (a.sequenceId < b.sequenceId ? -1 : 1));
+  for (const wait of waits) {
+    const event = ordered.find((e) => matchesFilter(e.data, wait.matchFilter ?? {}));
+    if (!event) continue;
+    const wake = await resolveWait(tx, wait, { status: "resolved", output: toPublishedEvent(event) });
+    if (wake) wakes.push(wake);
+  }
+  return wakes;
+}

@@ -1,0 +1,117 @@
+import { type Execution, jsonOrNull, type Prisma } from "@spool/db";
+import { type EngineDeps, TX_OPTIONS } from "../deps.js";
+import { type DispatchRequest, timerJobId } from "../dispatch/dispatcher.js";
+import type { NewWait } from "../runtime/journal.js";
+import { createExecutions } from "./create-executions.js";
+import { requeueExecution, resolveWait } from "./resolve-wait.js";
+import { transition } from "./transition.js";
+
+/**
+ * running → waiting (or suspended, when a branch waits for a human) with the waits the replay
+ * parked on. New waits are inserted (an existing one is kept as is), invoke waits start their child
+ * run, and timed waits get a delayed timer job.
+ *
+ * A wait can be settled between the replay reading the journal and this transaction (an event
+ * arrives, a timer fires). Settlers lock the execution row before touching its waits and this
+ * transition writes that row, so they serialize: either the settler ran first and the pending count
+ * below sees it, or it runs after and finds the execution parked and requeues it. Either way the run
+ * wakes.
+ */
+export async function blockExecution(
+  deps: EngineDeps,
+  args: { executionId: string; dispatchSeq: number; waits: NewWait[] },
+): Promise<Execution | null> {
+  const suspend = args.waits.find((w) => w.kind === "suspend");
+  const outcome = await deps.prisma.$transaction(async (tx) => {
+    const row = await transition(tx, {
+      executionId: args.executionId,
+      from: ["running"],
+      to: suspend ? "suspended" : "waiting",
+      where: { dispatchSeq: args.dispatchSeq },
+      data: { suspendedStepKey: suspend?.stepKey ?? null, workerId: null },
+    });
+    if (!row) return null;
+
+    const dispatch: DispatchRequest[] = [];
+    for (const w of args.waits) {
+      const created = await tx.wait.createMany({
+        data: [
+          {
+            projectId: row.projectId,
+            executionId: row.id,
+            stepKey: w.stepKey,
+            seq: w.seq,
+            kind: w.kind,
+            topic: w.topic ?? null,
+            matchFilter: jsonOrNull(w.match),
+            payload: jsonOrNull(w.payload),
+            wakeAt: w.wakeAt,
+          },
+        ],
+        skipDuplicates: true,
+      });
+      const wait = await tx.wait.findUniqueOrThrow({
+        where: { executionId_stepKey: { executionId: row.id, stepKey: w.stepKey } },
+      });
+      if (created.count === 1 && w.child) dispatch.push(...(await startChild(tx, row, wait.id, w)));
+      if (wait.status === "pending" && wait.wakeAt) {
+        dispatch.push({
+          projectId: row.projectId,
+          queueName: row.queueName,
+          jobId: timerJobId(wait.id),
+          delayMs: wait.wakeAt.getTime() - Date.now(),
+          data: { kind: "timer", projectId: row.projectId, executionId: row.id, waitId: wait.id },
+        });
+      }
+    }
+
+    const pending = await tx.wait.count({
+      where: { executionId: row.id, stepKey: { in: args.waits.map((w) => w.stepKey) }, status: "pending" },
+    });
+    if (pending < args.waits.length) {
+      const wake = await requeueExecution(tx, row.id);
+      if (wake) dispatch.push(wake);
+    }
+    return { row, dispatch };
+  }, TX_OPTIONS);
+  if (!outcome) return null;
+  await deps.dispatcher.dispatch(outcome.dispatch);
+  return outcome.row;
+}
+
+/** Creates the child run of an invoke wait; an unknown workflow settles the wait as failed instead. */
+async function startChild(
+  tx: Prisma.TransactionClient,
+  parent: Execution,
+  waitId: string,
+  w: NewWait,
+): Promise<DispatchRequest[]> {
+  const child = w.child!;
+  const registered = await tx.workflowRegistration.count({
+    where: { projectId: parent.projectId, workflowId: child.workflowId },
+  });
+  if (!registered) {
+    const wait = await tx.wait.findUniqueOrThrow({ where: { id: waitId } });
+    const wake = await resolveWait(tx, wait, {
+      status: "failed",
+      error: {
+        name: "ChildWorkflowError",
+        message: `cannot invoke workflow '${child.workflowId}': it is not registered in this project`,
+      },
+    });
+    return wake ? [wake] : [];
+  }
+  const { executions, dispatch } = await createExecutions(tx, parent.projectId, [
+    {
+      workflowId: child.workflowId,
+      input: child.input,
+      deploymentId: null,
+      queueName: child.queueName ?? null,
+      parentExecutionId: parent.id,
+      stepKey: w.stepKey,
+      waitForSubworkflow: true,
+    },
+  ]);
+  await tx.wait.update({ where: { id: waitId }, data: { childExecutionId: executions[0]!.id } });
+  return dispatch;
+}

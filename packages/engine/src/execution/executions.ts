@@ -1,0 +1,182 @@
+import type { Execution, Prisma, StepResult } from "@spool/db";
+import {
+  decodeTimeCursor,
+  type ExecutionStatus,
+  isTerminal,
+  isUuid,
+  notFound,
+  timeCursorOf,
+  toPage,
+} from "@spool/shared";
+import type { EngineDeps } from "../deps.js";
+import { withIdempotency } from "../idempotency/idempotency.js";
+import { createdAfterField } from "../util/keyset.js";
+import { blockExecution } from "./block-execution.js";
+import { cancelExecution } from "./cancel-execution.js";
+import { createExecutions, type RunRequest } from "./create-executions.js";
+import { completeExecution, failExecution, releaseExecution } from "./finish-execution.js";
+import { FinishWatcher } from "./finish-watcher.js";
+import { fireTimer } from "./fire-timer.js";
+import { loadJournal } from "./journal-store.js";
+import { resumeExecution } from "./resume-execution.js";
+import { startExecution } from "./start-execution.js";
+
+/** What a run request gets back: the contract's run response. */
+export interface RunReceipt {
+  execution_id: string;
+  workflow_id: string;
+  status: "queued";
+  queue_name: string;
+  created_at: string;
+}
+
+export interface ListExecutionsFilter {
+  workflowId?: string;
+  status?: ExecutionStatus;
+  queueName?: string;
+  parentExecutionId?: string;
+  createdAfter?: Date;
+  createdBefore?: Date;
+}
+
+const receipt = (e: Execution): RunReceipt => ({
+  execution_id: e.id,
+  workflow_id: e.workflowId,
+  status: "queued",
+  queue_name: e.queueName,
+  created_at: e.createdAt.toISOString(),
+});
+
+/** Executions: the REST-facing verbs and the worker-facing ones, over one state machine. */
+export class Executions {
+  private readonly watcher: FinishWatcher;
+
+  constructor(private readonly deps: EngineDeps) {
+    this.watcher = new FinishWatcher(deps.prisma, deps.redis);
+  }
+
+  /** The execution once it is terminal, or as it stands after `waitMs` (long-poll for `?wait=`). */
+  async waitFor(projectId: string, executionId: string, waitMs: number) {
+    const first = await this.get(projectId, executionId);
+    if (isTerminal(first.status) || waitMs <= 0) return first;
+    return this.watcher.wait(() => this.get(projectId, executionId), executionId, waitMs);
+  }
+
+  close(): void {
+    this.watcher.close();
+  }
+
+  /** Starts one run. A repeated Idempotency-Key returns the first receipt and creates nothing. */
+  async run(projectId: string, request: RunRequest, idempotencyKey?: string | null) {
+    const result = await withIdempotency(
+      this.deps.prisma,
+      { projectId, operation: `run:${request.workflowId}`, key: idempotencyKey, request },
+      async (tx) => {
+        const { executions, dispatch } = await createExecutions(tx, projectId, [request]);
+        return { status: 202, body: receipt(executions[0]!), after: dispatch };
+      },
+    );
+    if (result.after) await this.deps.dispatcher.dispatch(result.after);
+    return { receipt: result.body, replayed: result.replayed };
+  }
+
+  /** Starts several runs, all or nothing, receipts in request order. */
+  async runBatch(projectId: string, requests: RunRequest[], idempotencyKey?: string | null) {
+    const result = await withIdempotency(
+      this.deps.prisma,
+      { projectId, operation: "batch_run", key: idempotencyKey, request: requests },
+      async (tx) => {
+        const { executions, dispatch } = await createExecutions(tx, projectId, requests);
+        return { status: 202, body: executions.map(receipt), after: dispatch };
+      },
+    );
+    if (result.after) await this.deps.dispatcher.dispatch(result.after);
+    return { receipts: result.body, replayed: result.replayed };
+  }
+
+  async get(projectId: string, executionId: string): Promise<Execution & { suspendedData: unknown }> {
+    const row = isUuid(executionId)
+      ? await this.deps.prisma.execution.findFirst({ where: { id: executionId, projectId } })
+      : null;
+    if (!row) throw notFound("execution", executionId);
+    const suspendedData =
+      row.status === "suspended" && row.suspendedStepKey
+        ? ((
+            await this.deps.prisma.wait.findUnique({
+              where: { executionId_stepKey: { executionId: row.id, stepKey: row.suspendedStepKey } },
+              select: { payload: true },
+            })
+          )?.payload ?? null)
+        : null;
+    return { ...row, suspendedData };
+  }
+
+  /** Newest first, keyset-paged on (created_at, id). */
+  async list(projectId: string, filter: ListExecutionsFilter, page: { limit: number; cursor?: string }) {
+    const where: Prisma.ExecutionWhereInput = {
+      projectId,
+      ...(filter.workflowId ? { workflowId: filter.workflowId } : {}),
+      ...(filter.status ? { status: filter.status } : {}),
+      ...(filter.queueName ? { queueName: filter.queueName } : {}),
+      ...(filter.parentExecutionId ? { parentExecutionId: filter.parentExecutionId } : {}),
+      ...(filter.createdAfter || filter.createdBefore
+        ? {
+            createdAt: {
+              ...(filter.createdAfter ? { gte: filter.createdAfter } : {}),
+              ...(filter.createdBefore ? { lt: filter.createdBefore } : {}),
+            },
+          }
+        : {}),
+    };
+    const rows = await this.deps.prisma.execution.findMany({
+      where: { AND: [where, createdAfterField("createdAt", decodeTimeCursor(page.cursor), "desc")] },
+      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+      take: page.limit + 1,
+    });
+    return toPage(rows, page.limit, (e) => timeCursorOf(e.createdAt, e.id));
+  }
+
+  /** Steps in the order the workflow first reached them. */
+  async steps(projectId: string, executionId: string): Promise<StepResult[]> {
+    await this.get(projectId, executionId);
+    return this.deps.prisma.stepResult.findMany({ where: { executionId }, orderBy: { seq: "asc" } });
+  }
+
+  resume(projectId: string, executionId: string, data: unknown) {
+    return resumeExecution(this.deps, { projectId, executionId, data });
+  }
+
+  cancel(projectId: string, executionId: string) {
+    return cancelExecution(this.deps, { projectId, executionId });
+  }
+
+  // ---- worker side -------------------------------------------------------------------------
+
+  start(executionId: string, dispatchSeq: number, workerId: string | null) {
+    return startExecution(this.deps.prisma, { executionId, dispatchSeq, workerId });
+  }
+
+  journal(executionId: string, dispatchSeq: number) {
+    return loadJournal(this.deps.prisma, executionId, dispatchSeq);
+  }
+
+  complete(executionId: string, dispatchSeq: number, result: unknown) {
+    return completeExecution(this.deps, { executionId, dispatchSeq, result });
+  }
+
+  fail(args: Parameters<typeof failExecution>[1]) {
+    return failExecution(this.deps, args);
+  }
+
+  block(args: Parameters<typeof blockExecution>[1]) {
+    return blockExecution(this.deps, args);
+  }
+
+  release(executionId: string, dispatchSeq?: number) {
+    return releaseExecution(this.deps, { executionId, dispatchSeq });
+  }
+
+  fireTimer(waitId: string) {
+    return fireTimer(this.deps, waitId);
+  }
+}

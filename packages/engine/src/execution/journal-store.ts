@@ -1,0 +1,108 @@
+import { Prisma, type PrismaClient } from "@spool/db";
+import type { SerializedError } from "@spool/shared";
+import {
+  ExecutionAbortedError,
+  type Journal,
+  type JournalStep,
+  type JournalWait,
+  type NewStepResult,
+} from "../runtime/journal.js";
+
+/** The Postgres-backed journal of one execution, as seen by the worker that runs it. */
+export async function loadJournal(
+  prisma: PrismaClient,
+  executionId: string,
+  dispatchSeq: number,
+): Promise<Journal> {
+  const [steps, waits] = await Promise.all([
+    prisma.stepResult.findMany({ where: { executionId }, orderBy: { seq: "asc" } }),
+    prisma.wait.findMany({ where: { executionId, status: "pending" } }),
+  ]);
+  return {
+    steps: new Map(steps.map((s) => [s.stepKey, toJournalStep(s)])),
+    waits: new Map(
+      waits.map((w): [string, JournalWait] => [
+        w.stepKey,
+        { stepKey: w.stepKey, seq: w.seq, kind: w.kind, wakeAt: w.wakeAt },
+      ]),
+    ),
+    saveStep: (step) => saveStep(prisma, executionId, dispatchSeq, step),
+  };
+}
+
+interface StepRow {
+  stepKey: string;
+  seq: number;
+  kind: string;
+  status: string;
+  output: unknown;
+  error: unknown;
+  attempts: number;
+}
+
+const toJournalStep = (s: StepRow): JournalStep => ({
+  stepKey: s.stepKey,
+  seq: s.seq,
+  kind: s.kind,
+  status: s.status === "completed" ? "completed" : "failed",
+  output: s.output ?? null,
+  error: (s.error as SerializedError | null) ?? null,
+  attempts: s.attempts,
+});
+
+/**
+ * Stores a step result, first completed write wins: a completed row is never overwritten, a failed
+ * one (from an earlier attempt) is. Returns the stored row, which is what the workflow continues
+ * with. Then checks the execution is still this dispatch's to run; if it was cancelled, timed out or
+ * handed to another worker, the result stays stored (the next worker adopts it) and the run aborts.
+ */
+async function saveStep(
+  prisma: PrismaClient,
+  executionId: string,
+  dispatchSeq: number,
+  step: NewStepResult,
+): Promise<JournalStep> {
+  const output = step.output === undefined ? null : JSON.stringify(step.output);
+  const error = step.error === undefined ? null : JSON.stringify(step.error);
+  // Purpose: store the step (never replacing a completed result) and read whether the run is
+  // still this dispatch's, in one round trip. Params: execution, key, seq, kind, status, output,
+  // error, attempts, started_at. Locks: the (execution_id, step_key) index entry. Result: one row
+  // (none if the execution is gone); the step columns are null when a completed result already won.
+  const [row] = await prisma.$queryRaw<
+    (Partial<StepRow> & { executionStatus: string; executionSeq: number })[]
+  >(
+    Prisma.sql`
+    WITH saved AS (
+      INSERT INTO step_results (id, execution_id, step_key, seq, kind, status, output, error, attempts, started_at, completed_at)
+      SELECT gen_random_uuid(), ${executionId}::uuid, ${step.stepKey}, ${step.seq}, ${step.kind}, ${step.status},
+             ${output}::jsonb, ${error}::jsonb, ${step.attempts}, ${step.startedAt}, now()
+      -- A completed result is kept even from a worker that lost the run (the next one adopts it);
+      -- a failure only from the current dispatch, or a stale attempt's late failure would land
+      -- after a retry cleared failed results and be replayed in the new attempt.
+      WHERE ${step.status} = 'completed' OR EXISTS (
+        SELECT 1 FROM executions WHERE id = ${executionId}::uuid AND status = 'running' AND dispatch_seq = ${dispatchSeq})
+      ON CONFLICT (execution_id, step_key) DO UPDATE
+        SET status = EXCLUDED.status, output = EXCLUDED.output, error = EXCLUDED.error,
+            attempts = step_results.attempts + EXCLUDED.attempts, completed_at = EXCLUDED.completed_at
+        WHERE step_results.status <> 'completed'
+      RETURNING step_key, seq, kind, status, output, error, attempts)
+    SELECT s.step_key AS "stepKey", s.seq, s.kind, s.status, s.output, s.error, s.attempts,
+           e.status AS "executionStatus", e.dispatch_seq AS "executionSeq"
+    FROM executions e LEFT JOIN saved s ON true
+    WHERE e.id = ${executionId}::uuid`,
+  );
+  if (row?.executionStatus !== "running" || row.executionSeq !== dispatchSeq) {
+    throw new ExecutionAbortedError(
+      row?.executionStatus === "running" || row?.executionStatus === "queued"
+        ? "execution was handed to another worker"
+        : `execution is ${row?.executionStatus ?? "gone"}`,
+    );
+  }
+  const stored =
+    row.stepKey !== null && row.stepKey !== undefined
+      ? (row as StepRow)
+      : await prisma.stepResult.findUniqueOrThrow({
+          where: { executionId_stepKey: { executionId, stepKey: step.stepKey } },
+        });
+  return toJournalStep(stored);
+}

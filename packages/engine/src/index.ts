@@ -1,0 +1,28 @@
+export { createRunStream, STREAM_FLUSH_MS } from "./agents/run-stream.js";
+export { BULL_PREFIX, bullQueueName, Dispatcher, type JobData } from "./dispatch/dispatcher.js";
+export { type DependencyCheck, Engine, type EngineOptions } from "./engine.js";
+export { eventsChannel, type NewEvent, PUBLISH_CHANNEL, type PublishedEvent } from "./events/events.js";
+export { matchesFilter } from "./events/match.js";
+export { DEFAULT_QUEUE, type RunRequest } from "./execution/create-executions.js";
+export type { RunReceipt } from "./execution/executions.js";
+export { canTransition, TRANSITIONS } from "./execution/statuses.js";
+export { generateApiKey, hashApiKey } from "./projects/api-keys.js";
+export type { Principal } from "./projects/projects.js";
+export type { AgentInput, ToolInput, WorkflowRegistrationInput, WorkflowType } from "./registry/registry.js";
+export { backoffDelay } from "./runtime/backoff.js";
+export {
+  ExecutionAbortedError,
+  type Journal,
+  type NewWait,
+  type ReplayOutcome,
+  type StepRecord,
+} from "./runtime/journal.js";
+export { replay } from "./runtime/replay.js";
+export type { CreateScheduleInput, OverlapPolicy, UpdateScheduleInput } from "./schedules/schedules.js";
+export type { SweepReport } from "./sweeps/sweeps.js";
+export { createOtlpSpanSink } from "./traces/otlp-export.js";
+export { spanIdOf } from "./traces/span-ids.js";
+export { createSpanWriter } from "./traces/span-writer.js";
+export type { SpanRow, SpanSink, TraceFilter, WorkflowKind } from "./traces/traces.js";
+export type { RegisterTriggerInput } from "./triggers/triggers.js";
+export type { RegisterWorkerInput, WorkerCapabilities, WorkerMode, WorkerStatus } from "./workers/workers.js";

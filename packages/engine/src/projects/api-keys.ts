@@ -1,0 +1,26 @@
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+const KEY_BODY_LENGTH = 40;
+
+/** `sk_` + 40 base62 characters (~238 bits). Rejection sampling keeps every character uniform. */
+export function generateApiKey(prefix = "sk_"): string {
+  let body = "";
+  while (body.length < KEY_BODY_LENGTH) {
+    for (const byte of randomBytes(64)) {
+      if (byte < 248 && body.length < KEY_BODY_LENGTH) body += BASE62[byte % 62];
+    }
+  }
+  return prefix + body;
+}
+
+export const hashApiKey = (key: string): string => createHash("sha256").update(key).digest("hex");
+
+/** Constant-time comparison of two keys (or hashes) via their fixed-length digests. */
+export function safeEqual(a: string, b: string): boolean {
+  const da = createHash("sha256").update(a).digest();
+  const db = createHash("sha256").update(b).digest();
+  return timingSafeEqual(da, db);
+}
+
+export const looksLikeApiKey = (value: string): boolean => /^sk_[A-Za-z0-9_]{32,200}$/.test(value);

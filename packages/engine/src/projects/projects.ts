@@ -1,0 +1,90 @@
+import type { PrismaClient, Project } from "@spool/db";
+import { decodeTimeCursor, isUuid, notFound, timeCursorOf, toPage } from "@spool/shared";
+import { createdAfter } from "../util/keyset.js";
+import { generateApiKey, hashApiKey, looksLikeApiKey, safeEqual } from "./api-keys.js";
+
+export type Principal = { kind: "admin" } | { kind: "project"; projectId: string; keyId: string };
+
+/** How often last_used_at is written: per request would turn every read into a write. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+const byCreated = (row: { createdAt: Date; id: string }) => timeCursorOf(row.createdAt, row.id);
+
+export class Projects {
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly adminKey: string | undefined,
+  ) {}
+
+  create(input: { name: string; description?: string | null }): Promise<Project> {
+    return this.prisma.project.create({ data: { name: input.name, description: input.description ?? null } });
+  }
+
+  async get(projectId: string): Promise<Project> {
+    const project = isUuid(projectId)
+      ? await this.prisma.project.findUnique({ where: { id: projectId } })
+      : null;
+    if (!project) throw notFound("project", projectId);
+    return project;
+  }
+
+  async exists(projectId: string): Promise<boolean> {
+    if (!isUuid(projectId)) return false;
+    return (await this.prisma.project.count({ where: { id: projectId } })) > 0;
+  }
+
+  /** All projects for the admin, the key's own project otherwise; oldest first. */
+  async list(principal: Principal, page: { limit: number; cursor?: string }) {
+    const rows = await this.prisma.project.findMany({
+      where: {
+        ...(principal.kind === "project" ? { id: principal.projectId } : {}),
+        ...createdAfter(decodeTimeCursor(page.cursor)),
+      },
+      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+      take: page.limit + 1,
+    });
+    return toPage(rows, page.limit, byCreated);
+  }
+
+  async createApiKey(projectId: string, name: string) {
+    await this.get(projectId);
+    const key = generateApiKey();
+    const row = await this.prisma.apiKey.create({
+      data: { projectId, name, keyHash: hashApiKey(key), lastFour: key.slice(-4) },
+    });
+    return { row, key };
+  }
+
+  async listApiKeys(projectId: string, page: { limit: number; cursor?: string }) {
+    await this.get(projectId);
+    const rows = await this.prisma.apiKey.findMany({
+      where: { projectId, ...createdAfter(decodeTimeCursor(page.cursor)) },
+      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+      take: page.limit + 1,
+    });
+    return toPage(rows, page.limit, byCreated);
+  }
+
+  /** Revocation is immediate: authenticate() reads revoked_at on every request. Idempotent. */
+  async revokeApiKey(projectId: string, keyId: string): Promise<void> {
+    const found = isUuid(keyId) && (await this.prisma.apiKey.findFirst({ where: { id: keyId, projectId } }));
+    if (!found) throw notFound("api key", keyId);
+    if (!found.revokedAt) {
+      await this.prisma.apiKey.update({ where: { id: keyId }, data: { revokedAt: new Date() } });
+    }
+  }
+
+  /** Who is calling, or null for unknown, malformed or revoked credentials. */
+  async authenticate(presented: string): Promise<Principal | null> {
+    if (this.adminKey && safeEqual(presented, this.adminKey)) return { kind: "admin" };
+    if (!looksLikeApiKey(presented)) return null;
+    const hash = hashApiKey(presented);
+    const row = await this.prisma.apiKey.findUnique({ where: { keyHash: hash } });
+    // The lookup is by hash; compare again in constant time so no code path branches on key bytes.
+    if (!row || !safeEqual(row.keyHash, hash) || row.revokedAt) return null;
+    if (!row.lastUsedAt || Date.now() - row.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
+      await this.prisma.apiKey.update({ where: { id: row.id }, data: { lastUsedAt: new Date() } });
+    }
+    return { kind: "project", projectId: row.projectId, keyId: row.id };
+  }
+}

@@ -1,0 +1,90 @@
+import type { SerializedError } from "@spool/shared";
+
+export type StepKind = "run" | "sleep" | "event" | "suspend" | "invoke" | "now" | "uuid" | "llm" | "tool";
+export type WaitKind = "sleep" | "event" | "suspend" | "invoke";
+
+/** A step result as stored: first completed write wins. */
+export interface JournalStep {
+  stepKey: string;
+  seq: number;
+  kind: string;
+  status: "completed" | "failed";
+  output: unknown;
+  error: SerializedError | null;
+  attempts: number;
+}
+
+/** A wait the execution is still parked on. */
+export interface JournalWait {
+  stepKey: string;
+  seq: number;
+  kind: string;
+  wakeAt: Date | null;
+}
+
+export interface NewStepResult {
+  stepKey: string;
+  seq: number;
+  kind: StepKind;
+  status: "completed" | "failed";
+  output?: unknown;
+  error?: SerializedError;
+  attempts: number;
+  startedAt: Date;
+}
+
+/** A wait the runtime blocked on; the engine persists it when the run parks. */
+export interface NewWait {
+  stepKey: string;
+  seq: number;
+  kind: WaitKind;
+  wakeAt: Date | null;
+  topic?: string;
+  match?: Record<string, unknown>;
+  payload?: unknown;
+  child?: { workflowId: string; input: unknown; queueName?: string };
+}
+
+/** What the runtime reads and writes of one execution's durable history. */
+export interface Journal {
+  steps: ReadonlyMap<string, JournalStep>;
+  waits: ReadonlyMap<string, JournalWait>;
+  /**
+   * Stores a step result and returns the one that won (a concurrent duplicate delivery may have
+   * stored first). Throws ExecutionAbortedError when the execution is no longer this worker's to run.
+   */
+  saveStep(step: NewStepResult): Promise<JournalStep>;
+}
+
+/** A step this replay executed (not replayed), as the worker records it on the trace. */
+export interface StepRecord {
+  stepKey: string;
+  kind: StepKind;
+  status: "completed" | "failed";
+  attempts: number;
+  startedAt: Date;
+  endedAt: Date;
+  input?: unknown;
+  output?: unknown;
+  error?: SerializedError;
+  /** Span attributes (e.g. an LLM call's model and token usage). */
+  attributes?: Record<string, unknown>;
+}
+
+/** How a step describes itself on its trace span. */
+export interface StepTrace {
+  input?: unknown;
+  /** From the step's stored output: attributes, and an error when the output reports a failure. */
+  describe?: (output: unknown) => { attributes?: Record<string, unknown>; error?: SerializedError };
+}
+
+/** The execution was cancelled, timed out, or handed to another worker: stop without writing more. */
+export class ExecutionAbortedError extends Error {
+  override name = "ExecutionAbortedError";
+}
+
+export type ReplayOutcome =
+  | { type: "completed"; result: unknown }
+  | { type: "failed"; error: SerializedError; retryable: boolean }
+  | { type: "blocked"; waits: NewWait[] }
+  | { type: "aborted"; reason: string };

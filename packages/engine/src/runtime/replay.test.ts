@@ -1,0 +1,339 @@
+import {
+  NonRetryableError,
+  WORKFLOW_BRAND,
+  type WorkflowContext,
+  type WorkflowDefinition,
+} from "@spool/shared";
+import { describe, expect, it } from "vitest";
+import type { Journal, JournalStep, JournalWait, NewStepResult } from "./journal.js";
+import { replay } from "./replay.js";
+
+/** An in-memory journal: stored steps in, every write recorded. */
+function memoryJournal(steps: JournalStep[] = [], waits: JournalWait[] = []) {
+  const stored = new Map(steps.map((s) => [s.stepKey, s]));
+  const writes: NewStepResult[] = [];
+  const journal: Journal = {
+    steps: new Map(stored),
+    waits: new Map(waits.map((w) => [w.stepKey, w])),
+    async saveStep(step) {
+      writes.push(step);
+      const winner = stored.get(step.stepKey);
+      if (winner?.status === "completed") return winner;
+      const row: JournalStep = {
+        stepKey: step.stepKey,
+        seq: step.seq,
+        kind: step.kind,
+        status: step.status,
+        output: step.output ?? null,
+        error: step.error ?? null,
+        attempts: step.attempts,
+      };
+      stored.set(step.stepKey, row);
+      return row;
+    },
+  };
+  return { journal, writes, stored };
+}
+
+function workflow<I, O>(
+  handler: (ctx: WorkflowContext<I>, input: I) => Promise<O>,
+): WorkflowDefinition<I, O> {
+  return { [WORKFLOW_BRAND]: true, kind: "workflow", id: "wf", options: { id: "wf" }, handler };
+}
+
+const execution = {
+  id: "e1",
+  workflowId: "wf",
+  attempt: 1,
+  queueName: "default",
+  parentExecutionId: null,
+  rootExecutionId: "e1",
+};
+const logger = { info() {}, warn() {}, error() {} };
+const run = <I, O>(definition: WorkflowDefinition<I, O>, journal: Journal, input: I, canRetry = false) =>
+  replay({ definition, input, execution, journal, logger, canRetry });
+
+const done = (stepKey: string, seq: number, output: unknown): JournalStep => ({
+  stepKey,
+  seq,
+  kind: "run",
+  status: "completed",
+  output,
+  error: null,
+  attempts: 1,
+});
+
+describe("replay", () => {
+  it("runs new steps in order and stores each result", async () => {
+    const ran: string[] = [];
+    const wf = workflow(async (ctx, n: number) => {
+      const a = await ctx.step.run("a", () => {
+        ran.push("a");
+        return n + 1;
+      });
+      const b = await ctx.step.run("b", () => {
+        ran.push("b");
+        return a * 2;
+      });
+      return { b };
+    });
+    const { journal, writes } = memoryJournal();
+    expect(await run(wf, journal, 1)).toEqual({ type: "completed", result: { b: 4 } });
+    expect(ran).toEqual(["a", "b"]);
+    expect(writes.map((w) => [w.stepKey, w.seq, w.output])).toEqual([
+      ["a", 1, 2],
+      ["b", 2, 4],
+    ]);
+  });
+
+  it("returns stored results without running completed steps", async () => {
+    const ran: string[] = [];
+    const wf = workflow(async (ctx) => {
+      const a = await ctx.step.run("a", () => {
+        ran.push("a");
+        return "fresh";
+      });
+      const b = await ctx.step.run("b", () => {
+        ran.push("b");
+        return `${a}+b`;
+      });
+      return b;
+    });
+    const { journal, writes } = memoryJournal([done("a", 1, "stored")]);
+    expect(await run(wf, journal, null)).toEqual({ type: "completed", result: "stored+b" });
+    expect(ran).toEqual(["b"]);
+    expect(writes.map((w) => [w.stepKey, w.seq])).toEqual([["b", 2]]);
+  });
+
+  it("adopts the stored result when a duplicate delivery stored first", async () => {
+    const { journal } = memoryJournal();
+    const racing: Journal = {
+      ...journal,
+      saveStep: async (s) => ({ ...done(s.stepKey, s.seq, "theirs") }),
+    };
+    const wf = workflow(async (ctx) => ctx.step.run("a", () => "mine"));
+    expect(await run(wf, racing, null)).toEqual({ type: "completed", result: "theirs" });
+  });
+
+  it("a reused step key fails the run without retry", async () => {
+    const wf = workflow(async (ctx) => {
+      await ctx.step.run("a", () => 1);
+      await ctx.step.run("a", () => 2);
+    });
+    const outcome = await run(wf, memoryJournal().journal, null, true);
+    expect(outcome).toMatchObject({ type: "failed", retryable: false });
+    expect(outcome.type === "failed" && outcome.error.message).toContain("step key 'a' is used twice");
+  });
+
+  it("retries a failing step with backoff, then fails the run naming the step", async () => {
+    let calls = 0;
+    const wf = workflow(async (ctx) =>
+      ctx.step.run(
+        "flaky",
+        () => {
+          calls++;
+          throw new Error("boom");
+        },
+        { retries: 2, backoff: { initial: 5, max: 10 } },
+      ),
+    );
+    const { journal, writes } = memoryJournal();
+    const outcome = await run(wf, journal, null, true);
+    expect(calls).toBe(3);
+    expect(outcome).toMatchObject({
+      type: "failed",
+      retryable: true,
+      error: { message: "boom", step_key: "flaky" },
+    });
+    expect(writes).toHaveLength(1);
+    expect(writes[0]).toMatchObject({ status: "failed", attempts: 3 });
+  });
+
+  it("a NonRetryableError fails at once and is not retryable at run level", async () => {
+    let calls = 0;
+    const wf = workflow(async (ctx) =>
+      ctx.step.run("x", () => {
+        calls++;
+        throw new NonRetryableError("bad input");
+      }),
+    );
+    const outcome = await run(wf, memoryJournal().journal, null, true);
+    expect(calls).toBe(1);
+    expect(outcome).toMatchObject({ type: "failed", retryable: false, error: { name: "NonRetryableError" } });
+  });
+
+  it("blocks on a sleep after running the steps before it, reporting the wait", async () => {
+    const wf = workflow(async (ctx) => {
+      await ctx.step.run("a", () => 1);
+      await ctx.step.sleep("nap", "2s");
+      return ctx.step.run("b", () => 2);
+    });
+    const before = Date.now();
+    const outcome = await run(wf, memoryJournal().journal, null);
+    expect(outcome.type).toBe("blocked");
+    if (outcome.type !== "blocked") return;
+    expect(outcome.waits).toHaveLength(1);
+    expect(outcome.waits[0]).toMatchObject({ stepKey: "nap", seq: 2, kind: "sleep" });
+    expect(outcome.waits[0]!.wakeAt!.getTime()).toBeGreaterThanOrEqual(before + 2000);
+  });
+
+  it("keeps an open wait's deadline and seq on replay, and continues once it is resolved", async () => {
+    const wf = workflow(async (ctx) => {
+      await ctx.step.run("a", () => 1);
+      const data = await ctx.step.suspend<{ ok: boolean }>("approve", { data: { amount: 5 } });
+      return ctx.step.run("b", () => data.ok);
+    });
+    const wakeAt = new Date("2030-01-01T00:00:00Z");
+    const parked = await run(
+      wf,
+      memoryJournal([done("a", 1, 1)], [{ stepKey: "approve", seq: 2, kind: "suspend", wakeAt }]).journal,
+      null,
+    );
+    expect(parked).toMatchObject({
+      type: "blocked",
+      waits: [{ stepKey: "approve", seq: 2, wakeAt, payload: { amount: 5 } }],
+    });
+
+    const resumed = memoryJournal([
+      done("a", 1, 1),
+      { ...done("approve", 2, { ok: true }), kind: "suspend" },
+    ]);
+    expect(await run(wf, resumed.journal, null)).toEqual({ type: "completed", result: true });
+    expect(resumed.writes.map((w) => [w.stepKey, w.seq])).toEqual([["b", 3]]);
+  });
+
+  it("runs parallel steps concurrently and blocks only when every branch is parked", async () => {
+    let concurrent = 0;
+    let peak = 0;
+    const slow = (v: number) => async () => {
+      concurrent++;
+      peak = Math.max(peak, concurrent);
+      await new Promise((r) => setTimeout(r, 20));
+      concurrent--;
+      return v;
+    };
+    const wf = workflow(async (ctx) => {
+      const [x, y] = await Promise.all([
+        ctx.step.run("x", slow(1)),
+        (async () => {
+          const z = await ctx.step.run("z", slow(2));
+          await ctx.step.waitForEvent("evt", { topic: "t", timeout: "1m" });
+          return z;
+        })(),
+      ]);
+      return x + y;
+    });
+    const { journal, writes } = memoryJournal();
+    const outcome = await run(wf, journal, null);
+    expect(peak).toBe(2);
+    expect(writes.map((w) => w.stepKey).sort()).toEqual(["x", "z"]);
+    expect(outcome).toMatchObject({
+      type: "blocked",
+      waits: [{ stepKey: "evt", kind: "event", topic: "t" }],
+    });
+  });
+
+  it("a stored failure of a wait (timeout) is thrown to the workflow, which may catch it", async () => {
+    const wf = workflow(async (ctx) => {
+      try {
+        await ctx.step.waitForEvent("evt", { topic: "t" });
+        return "got it";
+      } catch (err) {
+        return `caught ${(err as Error).name}`;
+      }
+    });
+    const journal = memoryJournal([
+      {
+        stepKey: "evt",
+        seq: 1,
+        kind: "event",
+        status: "failed",
+        output: null,
+        error: { name: "StepTimeoutError", message: "timed out" },
+        attempts: 1,
+      },
+    ]).journal;
+    expect(await run(wf, journal, null)).toEqual({ type: "completed", result: "caught StepTimeoutError" });
+  });
+
+  it("now and uuid are recorded once and replayed", async () => {
+    const wf = workflow(async (ctx) => ({ at: await ctx.step.now("t"), id: await ctx.step.uuid("u") }));
+    const first = memoryJournal();
+    const a = await run(wf, first.journal, null);
+    const again = await run(wf, { ...first.journal, steps: new Map(first.stored) }, null);
+    expect(again).toEqual(a);
+  });
+
+  it("reports an abort when the journal says the execution is no longer ours", async () => {
+    const { ExecutionAbortedError } = await import("./journal.js");
+    const wf = workflow(async (ctx) => {
+      try {
+        await ctx.step.run("a", () => 1);
+      } catch {
+        // a workflow that swallows errors still cannot continue an aborted run
+      }
+      return "continued";
+    });
+    const journal: Journal = {
+      steps: new Map(),
+      waits: new Map(),
+      saveStep: async () => {
+        throw new ExecutionAbortedError("execution was cancelled");
+      },
+    };
+    expect(await run(wf, journal, null)).toEqual({ type: "aborted", reason: "execution was cancelled" });
+  });
+});
+
+describe("replay of failures", () => {
+  it("a stored failure that the workflow caught replays as that failure, without running the step", async () => {
+    let ran = 0;
+    const wf = workflow(async (ctx) => {
+      try {
+        await ctx.step.run("charge", () => {
+          ran++;
+          return "charged";
+        });
+      } catch (err) {
+        return `handled: ${(err as Error).message}`;
+      }
+      return "charged";
+    });
+    const failed: JournalStep = {
+      stepKey: "charge",
+      seq: 1,
+      kind: "run",
+      status: "failed",
+      output: null,
+      error: { name: "Error", message: "card declined" },
+      attempts: 4,
+    };
+    expect(await run(wf, memoryJournal([failed]).journal, null)).toEqual({
+      type: "completed",
+      result: "handled: card declined",
+    });
+    expect(ran).toBe(0);
+  });
+});
+
+describe("infrastructure errors", () => {
+  it("a failed journal write is not a step failure: the step's function is not run again", async () => {
+    let calls = 0;
+    const wf = workflow(async (ctx) => {
+      try {
+        return await ctx.step.run("pay", () => ++calls, { retries: 3, backoff: { initial: 1 } });
+      } catch {
+        return "the workflow swallowed it"; // must not turn an outage into a completed run
+      }
+    });
+    const journal: Journal = {
+      steps: new Map(),
+      waits: new Map(),
+      saveStep: async () => {
+        throw new Error("connection terminated unexpectedly");
+      },
+    };
+    await expect(run(wf, journal, null, true)).rejects.toThrow("connection terminated unexpectedly");
+    expect(calls).toBe(1);
+  });
+});

@@ -1,0 +1,360 @@
+import { randomUUID } from "node:crypto";
+import {
+  type ExecutionInfo,
+  NonRetryableError,
+  parseDuration,
+  type StepApi,
+  type StepRunOptions,
+  serializeError,
+  type WorkflowContext,
+  type WorkflowDefinition,
+  type WorkflowLogger,
+} from "@spool/shared";
+import { backoffDelay } from "./backoff.js";
+import {
+  ExecutionAbortedError,
+  type Journal,
+  type JournalStep,
+  type NewWait,
+  type ReplayOutcome,
+  type StepKind,
+  type StepRecord,
+  type StepTrace,
+} from "./journal.js";
+import { isMisuse, rebuildError, StepMisuseError, stepKeyOf, withStepKey } from "./step-errors.js";
+import { llmTrace, runToolStep } from "./tool-step.js";
+
+export { StepMisuseError };
+
+/** Sleeps shorter than this stay in process (a durable timer costs more than it saves). */
+export const IN_PROCESS_SLEEP_MS = 1000;
+const DEFAULT_STEP_RETRIES = 3;
+
+export interface ReplayOptions<I, O> {
+  definition: WorkflowDefinition<I, O>;
+  input: I;
+  execution: ExecutionInfo;
+  journal: Journal;
+  logger: WorkflowLogger;
+  /** Run-level retries still available after this attempt fails. */
+  canRetry: boolean;
+  /**
+   * Live events of the run (an LLM step's text deltas, tool calls). The worker batches them onto
+   * the run's topic; the runtime stays free of the engine and its database.
+   */
+  publish?: (event: { eventType: string; data: Record<string, unknown> }) => void;
+  /** Each step this replay executed (replayed ones are not reported again): the worker traces them. */
+  onStepFinished?: (record: StepRecord) => void;
+}
+
+/** Never settles: the branch of the workflow that awaits it is parked until a later replay. */
+const PARKED = new Promise<never>(() => {});
+
+/**
+ * Runs a workflow function from the top against its journal. Completed steps return their stored
+ * result without running; new steps run and are stored before the function moves on. When every
+ * branch still running is parked on a wait (sleep, event, suspend, child), the run is blocked: the
+ * outcome lists the waits for the engine to persist, and a later replay continues from there.
+ */
+export async function replay<I, O>(options: ReplayOptions<I, O>): Promise<ReplayOutcome> {
+  return new Replay(options).run();
+}
+
+class Replay<I, O> {
+  private readonly usedKeys = new Set<string>();
+  private readonly waits: NewWait[] = [];
+  private nextSeq: number;
+  private inFlight = 0;
+  private idleCheckScheduled = false;
+  private abortReason: string | null = null;
+  private infrastructureError: unknown;
+  private onBlocked: (() => void) | null = null;
+  private storedStepsToReplay: number;
+
+  constructor(private readonly o: ReplayOptions<I, O>) {
+    const seqs = [...o.journal.steps.values(), ...o.journal.waits.values()].map((s) => s.seq);
+    this.nextSeq = seqs.length ? Math.max(...seqs) + 1 : 1;
+    this.storedStepsToReplay = o.journal.steps.size;
+  }
+
+  async run(): Promise<ReplayOutcome> {
+    const blocked = new Promise<"blocked">((resolve) => {
+      this.onBlocked = () => resolve("blocked");
+    });
+    const finished = (async () => {
+      try {
+        const ctx = this.context();
+        return { ok: true as const, value: await this.o.definition.handler(ctx, this.o.input) };
+      } catch (err) {
+        return { ok: false as const, err };
+      }
+    })();
+    const first = await Promise.race([finished, blocked]);
+
+    if (this.infrastructureError !== undefined) throw this.infrastructureError;
+    if (this.abortReason !== null) return { type: "aborted", reason: this.abortReason };
+    if (first === "blocked") return { type: "blocked", waits: this.waits };
+    if (first.ok) return { type: "completed", result: toJson(first.value) };
+    if (first.err instanceof ExecutionAbortedError) return { type: "aborted", reason: first.err.message };
+    const error = serializeError(first.err, stepKeyOf(first.err));
+    const retryable = !(first.err instanceof NonRetryableError) && !isMisuse(first.err) && this.o.canRetry;
+    return { type: "failed", error, retryable };
+  }
+
+  private context(): WorkflowContext<I> {
+    const step: StepApi = {
+      run: <T>(key: string, fn: () => T | Promise<T>, opts?: StepRunOptions) =>
+        this.runStep(key, "run", fn, opts) as Promise<Awaited<T>>,
+      sleep: (key, duration) => this.sleep(key, parseDuration(duration)),
+      sleepUntil: (key, until) => this.sleep(key, new Date(until).getTime() - Date.now(), new Date(until)),
+      waitForEvent: (key, opts) =>
+        this.wait(key, {
+          kind: "event",
+          topic: opts.topic,
+          match: opts.match,
+          wakeAt: opts.timeout === undefined ? null : new Date(Date.now() + parseDuration(opts.timeout)),
+        }),
+      suspend: (key, opts = {}) =>
+        this.wait(key, {
+          kind: "suspend",
+          payload: opts.data ?? null,
+          wakeAt: opts.timeout === undefined ? null : new Date(Date.now() + parseDuration(opts.timeout)),
+        }),
+      invoke: (key, workflow, input) =>
+        this.wait(key, {
+          kind: "invoke",
+          wakeAt: null,
+          child: { workflowId: workflow.id, input: toJson(input), queueName: workflow.options.queue },
+        }),
+      now: async (key) =>
+        new Date((await this.runStep(key, "now", () => new Date().toISOString())) as string),
+      uuid: (key) => this.runStep(key, "uuid", () => randomUUID()),
+      llm: (key, call, opts) =>
+        this.runStep(key, "llm", () => call(this.streamOf(key)), opts, llmTrace(opts?.input)),
+      tool: async (key, tool, input, opts) => {
+        const outcome = await runToolStep(this.toolHooks(), key, tool, input, opts);
+        if (outcome.ok) return outcome.output;
+        throw outcome.thrown;
+      },
+      toolOutcome: async (key, tool, input, opts) => {
+        const { thrown: _, ...outcome } = await runToolStep(this.toolHooks(), key, tool, input, opts, true);
+        return outcome;
+      },
+      // A child run, not inline steps: the agent keeps its own journal (its step keys cannot clash
+      // with the parent's), its own approvals, stream topic and trace subtree, and any worker
+      // serving its queue runs it.
+      agent: (key, agent, input) =>
+        this.wait(key, {
+          kind: "invoke",
+          wakeAt: null,
+          child: { workflowId: agent.id, input: toJson(input), queueName: agent.options.queue },
+        }),
+    };
+    const replaying = () => this.storedStepsToReplay > 0;
+    const tag = { execution_id: this.o.execution.id, attempt: this.o.execution.attempt };
+    const log: WorkflowLogger = {
+      info: (m, f) => !replaying() && this.o.logger.info(m, { ...tag, ...f }),
+      warn: (m, f) => !replaying() && this.o.logger.warn(m, { ...tag, ...f }),
+      error: (m, f) => !replaying() && this.o.logger.error(m, { ...tag, ...f }),
+    };
+    return { input: this.o.input, execution: this.o.execution, step, log };
+  }
+
+  /** Marks a key used in this run; a second use is a bug in the workflow, not a cache hit. */
+  private claimKey(key: string): void {
+    if (typeof key !== "string" || key.length === 0 || key.length > 500) {
+      throw new StepMisuseError(
+        `step keys must be non-empty strings of at most 500 characters, got ${JSON.stringify(key)}`,
+      );
+    }
+    if (this.usedKeys.has(key)) {
+      throw new StepMisuseError(
+        `step key '${key}' is used twice in this run; give every step a unique key (in a loop: \`${key}-\${i}\`)`,
+      );
+    }
+    this.usedKeys.add(key);
+  }
+
+  /** A stored result, returned (or rethrown) as the step's value. */
+  private replayStored(stored: JournalStep): unknown {
+    this.storedStepsToReplay--;
+    if (stored.status === "completed") return stored.output;
+    throw withStepKey(rebuildError(stored), stored.stepKey);
+  }
+
+  private streamOf(stepKey: string) {
+    return {
+      publish: (eventType: string, data: Record<string, unknown>) =>
+        this.o.publish?.({ eventType, data: { step_key: stepKey, ...data } }),
+    };
+  }
+
+  private toolHooks() {
+    return {
+      execution: this.o.execution,
+      runStep: <T>(key: string, fn: () => Promise<T>, opts: StepRunOptions, trace: StepTrace) =>
+        this.runStep(key, "tool", fn, opts, trace) as Promise<T>,
+      suspend: <T>(key: string, data: unknown) =>
+        this.wait<T>(key, { kind: "suspend", payload: data, wakeAt: null }),
+    };
+  }
+
+  private async runStep<T>(
+    key: string,
+    kind: StepKind,
+    fn: () => T | Promise<T>,
+    opts: StepRunOptions = {},
+    trace: StepTrace = {},
+  ) {
+    this.claimKey(key);
+    const stored = this.o.journal.steps.get(key);
+    // A stored failure replays as that failure (the workflow may have caught it and gone on); a
+    // run-level retry clears failed results, so the next attempt runs those steps again.
+    if (stored) return this.replayStored(stored) as Awaited<T>;
+    const seq = this.nextSeq++;
+    const retries = opts.retries ?? DEFAULT_STEP_RETRIES;
+    this.inFlight++;
+    try {
+      for (let attempt = 1; ; attempt++) {
+        const startedAt = new Date();
+        let value: Awaited<T>;
+        try {
+          value = await fn();
+        } catch (err) {
+          // Only the step's own failures count towards its retries (see save()).
+          if (err instanceof ExecutionAbortedError || this.halted()) throw err;
+          if (err instanceof NonRetryableError || attempt > retries) {
+            const error = serializeError(err);
+            await this.save({
+              stepKey: key,
+              seq,
+              kind,
+              status: "failed",
+              error,
+              attempts: attempt,
+              startedAt,
+            });
+            this.report(key, kind, startedAt, attempt, trace, { status: "failed", error });
+            throw withStepKey(err, key);
+          }
+          await delay(backoffDelay(attempt, opts.backoff, err));
+          continue;
+        }
+        const saved = await this.save({
+          stepKey: key,
+          seq,
+          kind,
+          status: "completed",
+          output: toJson(value),
+          attempts: attempt,
+          startedAt,
+        });
+        this.report(key, kind, startedAt, attempt, trace, { status: "completed", output: saved.output });
+        return saved.output as Awaited<T>;
+      }
+    } finally {
+      this.inFlight--;
+      this.scheduleIdleCheck();
+    }
+  }
+
+  /** Tells the worker a step ran; a failing observer must not fail the workflow. */
+  private report(
+    stepKey: string,
+    kind: StepKind,
+    startedAt: Date,
+    attempts: number,
+    trace: StepTrace,
+    result: Pick<StepRecord, "status" | "output" | "error">,
+  ): void {
+    if (!this.o.onStepFinished) return;
+    try {
+      const described = result.status === "completed" ? trace.describe?.(result.output) : undefined;
+      this.o.onStepFinished({
+        stepKey,
+        kind,
+        attempts,
+        startedAt,
+        endedAt: new Date(),
+        input: trace.input,
+        ...result,
+        error: result.error ?? described?.error,
+        attributes: described?.attributes,
+      });
+    } catch (err) {
+      this.o.logger.warn("step observer failed", { step_key: stepKey, error: String(err) });
+    }
+  }
+
+  /**
+   * Stores a step result. A failed write (database unreachable, lost commit reply) is not the step
+   * failing: retrying the step would run its function (an LLM call, a payment) again. It halts the
+   * replay instead and replay() throws, so the job is retried and the next replay adopts whatever
+   * was stored.
+   */
+  private async save(step: Parameters<Journal["saveStep"]>[0]): Promise<JournalStep> {
+    try {
+      return await this.o.journal.saveStep(step);
+    } catch (err) {
+      if (err instanceof ExecutionAbortedError) this.abortReason = err.message;
+      else this.infrastructureError ??= err;
+      throw err;
+    }
+  }
+
+  private halted(): boolean {
+    return this.abortReason !== null || this.infrastructureError !== undefined;
+  }
+
+  private async sleep(key: string, ms: number, until?: Date): Promise<void> {
+    const open = this.o.journal.waits.has(key) || this.o.journal.steps.has(key);
+    if (!open && ms < IN_PROCESS_SLEEP_MS) {
+      await this.runStep(key, "sleep", () => delay(Math.max(0, ms)).then(() => null));
+      return;
+    }
+    await this.wait(key, { kind: "sleep", wakeAt: until ?? new Date(Date.now() + Math.max(0, ms)) });
+  }
+
+  /**
+   * A step answered from outside the process (timer, event, resume, child run). Resolved: its
+   * stored result. Otherwise the branch parks and the wait is reported when the run blocks.
+   */
+  private async wait<T>(key: string, wait: Omit<NewWait, "stepKey" | "seq">): Promise<T> {
+    this.claimKey(key);
+    const stored = this.o.journal.steps.get(key);
+    if (stored) return this.replayStored(stored) as T;
+    const open = this.o.journal.waits.get(key);
+    // An open wait keeps its original deadline and seq; it is re-reported so the run parks on it.
+    this.waits.push({
+      ...wait,
+      stepKey: key,
+      seq: open?.seq ?? this.nextSeq++,
+      wakeAt: open ? open.wakeAt : wait.wakeAt,
+    });
+    this.scheduleIdleCheck();
+    return PARKED;
+  }
+
+  /**
+   * Blocked = no step is executing and at least one branch is parked. Checked two macrotask turns
+   * after the last step settles, so the workflow's own continuations run first.
+   */
+  private scheduleIdleCheck(): void {
+    if (this.idleCheckScheduled) return;
+    this.idleCheckScheduled = true;
+    setImmediate(() =>
+      setImmediate(() => {
+        this.idleCheckScheduled = false;
+        if (this.inFlight === 0 && this.waits.length > 0) this.onBlocked?.();
+      }),
+    );
+  }
+}
+
+/** Results are stored as JSON; returning the round-tripped value keeps first runs and replays identical. */
+function toJson(value: unknown): unknown {
+  if (value === undefined) return null;
+  return JSON.parse(JSON.stringify(value));
+}
+
+const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

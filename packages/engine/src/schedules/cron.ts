@@ -1,0 +1,37 @@
+import { invalidInput } from "@spool/shared";
+import { Cron } from "croner";
+
+/**
+ * A validated 5-field cron in an IANA timezone: Unix day-of-week (0-6, 0 = Sunday; names allowed),
+ * day-of-month OR day-of-week as classic cron does. DST follows croner: a time skipped by a gap
+ * fires at the first valid time after it, a time that occurs twice fires once.
+ */
+export function parseCron(expression: string, timezone: string): Cron {
+  assertTimezone(timezone);
+  try {
+    return new Cron(expression, { timezone, mode: "5-part", paused: true, domAndDow: false });
+  } catch (err) {
+    throw invalidInput(`invalid cron '${expression}': ${err instanceof Error ? err.message : String(err)}`, [
+      { path: "cron", message: "expected 5 fields: minute hour day-of-month month day-of-week" },
+    ]);
+  }
+}
+
+export function assertTimezone(timezone: string): void {
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: timezone });
+  } catch {
+    throw invalidInput(`unknown timezone '${timezone}'; use an IANA name such as Europe/Berlin`, [
+      { path: "timezone", message: "unknown IANA timezone" },
+    ]);
+  }
+}
+
+/** The first occurrence strictly after `after`. */
+export function nextOccurrence(cron: Cron, after: Date): Date | null {
+  return cron.nextRun(after);
+}
+
+export function upcoming(cron: Cron, after: Date, n: number): Date[] {
+  return cron.nextRuns(n, after);
+}

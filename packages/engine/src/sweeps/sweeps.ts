@@ -1,0 +1,173 @@
+import { Prisma } from "@spool/db";
+import type { EngineDeps } from "../deps.js";
+import { runJobId } from "../dispatch/dispatcher.js";
+import { runDispatch } from "../execution/create-executions.js";
+import { failExecution, releaseExecution } from "../execution/finish-execution.js";
+import { fireTimer } from "../execution/fire-timer.js";
+import { notifyParent } from "../execution/notify-parent.js";
+import { NON_TERMINAL } from "../execution/statuses.js";
+import { MISSED_HEARTBEATS_BEFORE_OFFLINE } from "../workers/workers.js";
+
+export interface SweepOptions {
+  /** A queued row this old with no job is re-enqueued (a live job is untouched: same job id). */
+  queuedGraceMs?: number;
+  /** A timer this overdue was lost (Redis flushed or down) and is fired from Postgres. */
+  timerGraceMs?: number;
+  batchSize?: number;
+  /** A running row this old whose job is gone from BullMQ is released. */
+  strandedAfterMs?: number;
+}
+
+export interface SweepReport {
+  requeued: number;
+  timersFired: number;
+  workersOffline: number;
+  released: number;
+  timedOut: number;
+  childrenReported: number;
+  stranded: number;
+}
+
+/**
+ * Repairs what Redis or a dead process lost, from Postgres, the source of truth. Every repair is
+ * idempotent (deterministic job ids, conditional transitions), so several schedulers may sweep at
+ * once without harm.
+ */
+export class Sweeps {
+  constructor(private readonly deps: EngineDeps) {}
+
+  async runAll(options: SweepOptions = {}): Promise<SweepReport> {
+    const [requeued, timersFired, workers, timedOut, childrenReported] = [
+      await this.requeueLostJobs(options),
+      await this.fireOverdueTimers(options),
+      await this.releaseDeadWorkers(),
+      await this.timeOutRuns(options),
+      await this.reportFinishedChildren(options),
+    ];
+    const stranded = await this.releaseStrandedRuns(options);
+    return {
+      requeued,
+      timersFired,
+      workersOffline: workers.offline,
+      released: workers.released,
+      timedOut,
+      childrenReported,
+      stranded,
+    };
+  }
+
+  /** Queued executions whose BullMQ job may be gone: enqueue again under the same job id. */
+  async requeueLostJobs({ queuedGraceMs = 5000, batchSize = 500 }: SweepOptions = {}): Promise<number> {
+    const rows = await this.deps.prisma.execution.findMany({
+      where: { status: "queued", updatedAt: { lt: new Date(Date.now() - queuedGraceMs) } },
+      orderBy: { updatedAt: "asc" },
+      take: batchSize,
+    });
+    if (rows.length === 0) return 0;
+    const sent = await this.deps.dispatcher.dispatch(rows.map(runDispatch));
+    // Touch them so the next sweep looks at others first.
+    await this.deps.prisma.execution.updateMany({
+      where: { id: { in: rows.map((r) => r.id) }, status: "queued" },
+      data: { updatedAt: new Date() },
+    });
+    return sent;
+  }
+
+  async fireOverdueTimers({ timerGraceMs = 1000, batchSize = 500 }: SweepOptions = {}): Promise<number> {
+    const due = await this.deps.prisma.wait.findMany({
+      where: { status: "pending", wakeAt: { lt: new Date(Date.now() - timerGraceMs) } },
+      select: { id: true },
+      orderBy: { wakeAt: "asc" },
+      take: batchSize,
+    });
+    let fired = 0;
+    for (const w of due) if (await fireTimer(this.deps, w.id)) fired++;
+    return fired;
+  }
+
+  /** Workers silent for 3 heartbeat intervals go offline; their running executions are requeued. */
+  async releaseDeadWorkers(): Promise<{ offline: number; released: number }> {
+    // Purpose: mark stale workers offline. Locks: the worker rows updated. Result: their ids.
+    const dead = await this.deps.prisma.$queryRaw<{ id: string }[]>(Prisma.sql`
+      UPDATE workers SET status = 'offline'
+      WHERE status IN ('online', 'draining')
+        AND last_heartbeat_at < now() - make_interval(secs => heartbeat_interval_seconds * ${MISSED_HEARTBEATS_BEFORE_OFFLINE}::int)
+      RETURNING id`);
+    // Running executions of any offline worker: just swept, deregistered, or swept by a replica
+    // that crashed before releasing them.
+    // Purpose: find them. Locks: none (release is a conditional transition). Result: id, dispatch_seq.
+    const orphaned = await this.deps.prisma.$queryRaw<{ id: string; dispatch_seq: number }[]>(Prisma.sql`
+      SELECT e.id, e.dispatch_seq FROM executions e JOIN workers w ON w.id = e.worker_id
+      WHERE e.status = 'running' AND w.status = 'offline'`);
+    let released = 0;
+    for (const e of orphaned) {
+      if (await releaseExecution(this.deps, { executionId: e.id, dispatchSeq: e.dispatch_seq })) released++;
+    }
+    return { offline: dead.length, released };
+  }
+
+  /**
+   * Running executions whose job is gone from Redis while their worker lives on: the processor
+   * gave up (e.g. Postgres unreachable through all its attempts) or Redis lost the job. Old enough
+   * rows are checked against BullMQ and released to the queue under a new dispatch sequence.
+   */
+  async releaseStrandedRuns({
+    strandedAfterMs = 120_000,
+    batchSize = 200,
+  }: SweepOptions = {}): Promise<number> {
+    const candidates = await this.deps.prisma.execution.findMany({
+      where: { status: "running", updatedAt: { lt: new Date(Date.now() - strandedAfterMs) } },
+      select: { id: true, projectId: true, queueName: true, dispatchSeq: true },
+      orderBy: { updatedAt: "asc" },
+      take: batchSize,
+    });
+    let released = 0;
+    for (const e of candidates) {
+      const state = await this.deps.dispatcher
+        .jobState(e.projectId, e.queueName, runJobId(e.id, e.dispatchSeq))
+        .catch(() => "active"); // Redis unreachable: cannot tell, leave it
+      if (state !== "active" && state !== "waiting" && state !== "delayed" && state !== "prioritized") {
+        if (await releaseExecution(this.deps, { executionId: e.id, dispatchSeq: e.dispatchSeq })) released++;
+      }
+    }
+    return released;
+  }
+
+  /** Runs past their run_timeout_seconds fail with a clear error, whatever their status. */
+  async timeOutRuns({ batchSize = 500 }: SweepOptions = {}): Promise<number> {
+    const overdue = await this.deps.prisma.execution.findMany({
+      where: { status: { in: NON_TERMINAL }, deadlineAt: { lt: new Date() } },
+      select: { id: true, runTimeoutSeconds: true },
+      take: batchSize,
+    });
+    let n = 0;
+    for (const e of overdue) {
+      const failed = await failExecution(this.deps, {
+        executionId: e.id,
+        from: NON_TERMINAL,
+        error: {
+          name: "RunTimeoutError",
+          message: `run exceeded its run_timeout_seconds (${e.runTimeoutSeconds}s)`,
+          non_retryable: true,
+        },
+      });
+      if (failed) n++;
+    }
+    return n;
+  }
+
+  /** A child finished but its parent was not told (crash between the two transactions). */
+  async reportFinishedChildren({ batchSize = 500 }: SweepOptions = {}): Promise<number> {
+    // Purpose: children that finished while their parent's invoke wait stayed open. Locks: none
+    // (notifyParent settles the wait under the parent's lock). Result: the children.
+    const ids = await this.deps.prisma.$queryRaw<{ id: string }[]>(Prisma.sql`
+      SELECT c.id FROM waits w JOIN executions c ON c.id = w.child_execution_id
+      WHERE w.kind = 'invoke' AND w.status = 'pending' AND c.status IN ('completed', 'failed', 'cancelled')
+      LIMIT ${batchSize}`);
+    const children = await this.deps.prisma.execution.findMany({
+      where: { id: { in: ids.map((r) => r.id) } },
+    });
+    for (const child of children) await notifyParent(this.deps, child);
+    return children.length;
+  }
+}

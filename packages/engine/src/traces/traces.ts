@@ -1,0 +1,73 @@
+import type { PrismaClient } from "@spool/db";
+import type { Logger } from "@spool/shared";
+import type { StepRecord } from "../runtime/journal.js";
+import { getTrace, listTraces, type TraceFilter } from "./query-traces.js";
+import { type ExecutionRef, ingestSpans, recordSteps, type SpanSink, syncExecution } from "./record-spans.js";
+import { ingestedRow, type SpanRow, type WorkflowKind } from "./span-rows.js";
+
+/** A span as a remote worker sends it (the contract's IngestSpan). */
+export type IngestedSpan = Parameters<typeof ingestedRow>[1];
+
+/**
+ * Traces: a root execution and all its children are one trace (trace id = root execution id without
+ * dashes); executions, steps, child runs, LLM calls and tool calls are spans. The engine owns every
+ * span write; an optional sink (OTLP) gets each finished span after it is stored.
+ */
+export class Traces {
+  private sink: SpanSink | null = null;
+  /** A finished span goes to the sink once per process, however often it is re-synced. */
+  private readonly exported = new Set<string>();
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly logger: Logger,
+  ) {}
+
+  exportTo(sink: SpanSink): void {
+    this.sink = sink;
+  }
+
+  async recordSteps(execution: ExecutionRef, records: StepRecord[]): Promise<void> {
+    this.export(await recordSteps(this.prisma, execution, records));
+  }
+
+  async syncExecution(executionId: string, kind: WorkflowKind): Promise<void> {
+    this.export(await syncExecution(this.prisma, executionId, kind));
+  }
+
+  /** Spans from a remote worker (the contract's shape), stored under the caller's project. */
+  async ingest(projectId: string, spans: IngestedSpan[]): Promise<number> {
+    const rows = spans.map((s) => ingestedRow(projectId, s));
+    const n = await ingestSpans(this.prisma, projectId, rows);
+    this.export(rows);
+    return n;
+  }
+
+  list(projectId: string, filter: TraceFilter, page: { limit: number; cursor?: string }) {
+    return listTraces(this.prisma, projectId, filter, page);
+  }
+
+  get(projectId: string, traceId: string) {
+    return getTrace(this.prisma, projectId, traceId);
+  }
+
+  async close(): Promise<void> {
+    await this.sink?.shutdown();
+  }
+
+  private export(rows: SpanRow[]): void {
+    if (!this.sink) return;
+    const done = rows.filter((r) => r.endedAt && !this.exported.has(r.spanId));
+    if (done.length === 0) return;
+    // Bounded memory in a long-lived worker; forgetting only risks a duplicate export, not a loss.
+    if (this.exported.size > 100_000) this.exported.clear();
+    for (const r of done) this.exported.add(r.spanId);
+    try {
+      this.sink.export(done);
+    } catch (err) {
+      this.logger.warn({ err: String(err) }, "span export failed");
+    }
+  }
+}
+
+export type { ExecutionRef, SpanRow, SpanSink, TraceFilter, WorkflowKind };

@@ -1,0 +1,106 @@
+import { type EventTrigger, Prisma } from "@spool/db";
+import { type EngineDeps, TX_OPTIONS } from "../deps.js";
+import type { DispatchRequest } from "../dispatch/dispatcher.js";
+import { toPublishedEvent } from "../events/events.js";
+import { createExecutions } from "../execution/create-executions.js";
+
+/** Most batches one trigger fires per transaction (bounds a transaction after a long outage). */
+const MAX_BATCHES_PER_CLAIM = 50;
+
+/**
+ * Fires event-trigger batches. Every firing claims the trigger row (FOR UPDATE SKIP LOCKED), starts
+ * the batch's run and advances the trigger's cursor in one transaction: each event lands in exactly
+ * one batch per trigger, however many schedulers race and whichever of them dies mid-way.
+ */
+export class TriggerFiring {
+  constructor(private readonly deps: EngineDeps) {}
+
+  /** Triggers of a topic that just received events (the publish notification path). */
+  async fireForTopic(projectId: string, topic: string, now = new Date()): Promise<number> {
+    const triggers = await this.deps.prisma.eventTrigger.findMany({
+      where: { projectId, eventTopic: topic, status: "active" },
+      select: { id: true },
+    });
+    return this.fireEach(triggers, now);
+  }
+
+  /** Triggers with a full batch waiting, or a partial one whose oldest event timed out. */
+  async fireDue(now = new Date()): Promise<number> {
+    // Purpose: find triggers that can fire now. Params: now. Locks: none (fire() claims).
+    // Result: trigger ids. A full batch: batch_size events after the cursor; a timed-out one: the
+    // first event after the cursor is older than batch_timeout_seconds.
+    const due = await this.deps.prisma.$queryRaw<{ id: string }[]>(Prisma.sql`
+      SELECT t.id FROM event_triggers t
+      WHERE t.status = 'active' AND (
+        (SELECT count(*) FROM (
+            SELECT 1 FROM events e
+            WHERE e.project_id = t.project_id AND e.topic = t.event_topic AND e.sequence_id > t.last_sequence_id
+            LIMIT t.batch_size) pending) >= t.batch_size
+        OR (t.batch_timeout_seconds IS NOT NULL AND EXISTS (
+            SELECT 1 FROM events e
+            WHERE e.project_id = t.project_id AND e.topic = t.event_topic AND e.sequence_id > t.last_sequence_id
+              AND e.created_at <= ${now}::timestamptz - make_interval(secs => t.batch_timeout_seconds))))`);
+    return this.fireEach(due, now);
+  }
+
+  /** One trigger failing (e.g. its workflow was unregistered) must not hold back the others. */
+  private async fireEach(triggers: { id: string }[], now: Date): Promise<number> {
+    let fired = 0;
+    for (const t of triggers) {
+      try {
+        fired += await this.fire(t.id, now);
+      } catch (err) {
+        this.deps.logger.warn({ trigger_id: t.id, err: String(err) }, "trigger firing failed");
+      }
+    }
+    return fired;
+  }
+
+  /**
+   * Claims one trigger and fires every batch that is ready. Returns how many runs it started; 0 when
+   * another scheduler holds the trigger (it will fire what is ready) or nothing is ready.
+   */
+  async fire(triggerId: string, now = new Date()): Promise<number> {
+    const result = await this.deps.prisma.$transaction(async (tx) => {
+      const [trigger] = await tx.$queryRaw<{ id: string }[]>(Prisma.sql`
+        SELECT id FROM event_triggers WHERE id = ${triggerId}::uuid AND status = 'active'
+        FOR UPDATE SKIP LOCKED`);
+      if (!trigger) return { fired: 0, dispatch: [] as DispatchRequest[] };
+      let t = await tx.eventTrigger.findUniqueOrThrow({ where: { id: triggerId } });
+      const dispatch: DispatchRequest[] = [];
+      let fired = 0;
+      while (fired < MAX_BATCHES_PER_CLAIM) {
+        const events = await tx.event.findMany({
+          where: { projectId: t.projectId, topic: t.eventTopic, sequenceId: { gt: t.lastSequenceId } },
+          orderBy: { sequenceId: "asc" },
+          take: t.batchSize,
+        });
+        if (!isReady(t, events, now)) break;
+        const created = await createExecutions(tx, t.projectId, [
+          {
+            workflowId: t.workflowId,
+            deploymentId: t.deploymentId,
+            queueName: t.queueName,
+            input: { events: events.map(toPublishedEvent), trigger_id: t.id },
+          },
+        ]);
+        dispatch.push(...created.dispatch);
+        t = await tx.eventTrigger.update({
+          where: { id: t.id },
+          data: { lastSequenceId: events.at(-1)!.sequenceId },
+        });
+        fired++;
+      }
+      return { fired, dispatch };
+    }, TX_OPTIONS);
+    await this.deps.dispatcher.dispatch(result.dispatch);
+    return result.fired;
+  }
+}
+
+function isReady(t: EventTrigger, events: { createdAt: Date }[], now: Date): boolean {
+  if (events.length === 0) return false;
+  if (events.length >= t.batchSize) return true;
+  if (t.batchTimeoutSeconds === null) return false;
+  return now.getTime() - events[0]!.createdAt.getTime() >= t.batchTimeoutSeconds * 1000;
+}

@@ -1,0 +1,69 @@
+import { describe, expect, it } from "vitest";
+import { createTestEngine } from "./engine-fixture.js";
+
+describe("sweeps", () => {
+  it("a worker silent for 3 heartbeat intervals goes offline and its running execution is requeued", async () => {
+    const { engine, prisma, projectId } = await createTestEngine();
+    const worker = await engine.workers.register(projectId, { deploymentId: "d1", mode: "queue" });
+    const alive = await engine.workers.register(projectId, { deploymentId: "d1", mode: "queue" });
+    const { receipt } = await engine.executions.run(projectId, { workflowId: "wf", input: {} });
+    const started = await engine.executions.start(receipt.execution_id, 0, worker.id);
+    expect(started?.status).toBe("running");
+    const silentFor = (worker.heartbeatIntervalSeconds * 3 + 1) * 1000;
+    await prisma.worker.update({
+      where: { id: worker.id },
+      data: { lastHeartbeatAt: new Date(Date.now() - silentFor) },
+    });
+
+    await engine.sweeps.releaseDeadWorkers();
+
+    expect((await prisma.worker.findUniqueOrThrow({ where: { id: worker.id } })).status).toBe("offline");
+    expect((await prisma.worker.findUniqueOrThrow({ where: { id: alive.id } })).status).toBe("online");
+    const requeued = await prisma.execution.findUniqueOrThrow({ where: { id: receipt.execution_id } });
+    expect(requeued).toMatchObject({ status: "queued", dispatchSeq: 1, workerId: null });
+    // The dead worker's job (dispatch 0) is now stale: it cannot start the run again.
+    expect(await engine.executions.start(receipt.execution_id, 0, worker.id)).toBeNull();
+    expect((await engine.executions.start(receipt.execution_id, 1, alive.id))?.workerId).toBe(alive.id);
+  });
+
+  it("a run past its run_timeout_seconds fails with a clear error", async () => {
+    const { engine, prisma, projectId } = await createTestEngine();
+    const { receipt } = await engine.executions.run(projectId, {
+      workflowId: "wf",
+      input: {},
+      runTimeoutSeconds: 5,
+    });
+    await prisma.execution.update({
+      where: { id: receipt.execution_id },
+      data: { deadlineAt: new Date(Date.now() - 1) },
+    });
+    await engine.sweeps.timeOutRuns();
+    const failed = await prisma.execution.findUniqueOrThrow({ where: { id: receipt.execution_id } });
+    expect(failed.status).toBe("failed");
+    expect(failed.error).toMatchObject({
+      name: "RunTimeoutError",
+      message: "run exceeded its run_timeout_seconds (5s)",
+    });
+  });
+
+  it("a running execution whose job vanished from BullMQ is released; one with a live job is left alone", async () => {
+    const { engine, prisma, projectId } = await createTestEngine();
+    const stranded = (await engine.executions.run(projectId, { workflowId: "wf", input: {} })).receipt;
+    const healthy = (await engine.executions.run(projectId, { workflowId: "wf", input: {} })).receipt;
+    for (const id of [stranded.execution_id, healthy.execution_id])
+      await engine.executions.start(id, 0, null);
+    // The processor gave up on the first (its job is gone); the second's job is still in Redis.
+    await engine.dispatcher.queue(projectId, "default").remove(`${stranded.execution_id}.0`);
+    const old = new Date(Date.now() - 5 * 60_000);
+    await prisma.execution.updateMany({ where: { projectId }, data: { updatedAt: old } });
+
+    expect(await engine.sweeps.releaseStrandedRuns()).toBeGreaterThanOrEqual(1);
+    expect(await prisma.execution.findUniqueOrThrow({ where: { id: stranded.execution_id } })).toMatchObject({
+      status: "queued",
+      dispatchSeq: 1,
+    });
+    expect((await prisma.execution.findUniqueOrThrow({ where: { id: healthy.execution_id } })).status).toBe(
+      "running",
+    );
+  });
+});

@@ -1,0 +1,190 @@
+import type {
+  BatchRunResponse,
+  EventResponse,
+  ExecutionResponse,
+  ListEventsResponse,
+  ListExecutionsResponse,
+  ListStepsResponse,
+  RunWorkflowResponse,
+} from "@spool/shared";
+import { isTerminal, type WorkflowDefinition } from "@spool/shared";
+import type { z } from "zod";
+
+export type Execution = z.infer<typeof ExecutionResponse>;
+export type RunReceipt = z.infer<typeof RunWorkflowResponse>;
+export type Step = z.infer<typeof ListStepsResponse>["steps"][number];
+export type PublishedEvent = z.infer<typeof EventResponse>;
+
+export interface ClientOptions {
+  baseUrl: string;
+  apiKey: string;
+  projectId: string;
+  fetch?: typeof fetch;
+}
+
+export interface RunOptions {
+  idempotencyKey?: string;
+  queueName?: string;
+  deploymentId?: string;
+  concurrencyKey?: string;
+  runTimeoutSeconds?: number;
+  sessionId?: string;
+  userId?: string;
+}
+
+/** An API error: the contract's `{error, error_type, details}` with the HTTP status. */
+export class SpoolApiError extends Error {
+  override name = "SpoolApiError";
+  constructor(
+    readonly status: number,
+    readonly errorType: string,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+type WorkflowRef<I> = string | WorkflowDefinition<I, unknown>;
+const idOf = <I>(w: WorkflowRef<I>) => (typeof w === "string" ? w : w.id);
+
+/** A typed client of the REST API (`/api/v1`). */
+export function createClient(options: ClientOptions) {
+  const base = options.baseUrl.replace(/\/+$/, "");
+  const doFetch = options.fetch ?? fetch;
+
+  async function request<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<T> {
+    const res = await doFetch(`${base}/api/v1${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${options.apiKey}`,
+        "x-project-id": options.projectId,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+        ...headers,
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await res.text();
+    const parsed: unknown = text ? JSON.parse(text) : null;
+    if (!res.ok) {
+      const e = (parsed ?? {}) as { error?: string; error_type?: string; details?: unknown };
+      throw new SpoolApiError(res.status, e.error_type ?? "UNKNOWN", e.error ?? res.statusText, e.details);
+    }
+    return parsed as T;
+  }
+
+  const runBody = (input: unknown, o: RunOptions = {}) => ({
+    input,
+    queue_name: o.queueName,
+    deployment_id: o.deploymentId,
+    concurrency_key: o.concurrencyKey,
+    run_timeout_seconds: o.runTimeoutSeconds,
+    session_id: o.sessionId,
+    user_id: o.userId,
+  });
+  const idem = (o?: RunOptions): Record<string, string> =>
+    o?.idempotencyKey ? { "idempotency-key": o.idempotencyKey } : {};
+
+  const executions = {
+    get: (id: string) => request<Execution>("GET", `/executions/${encodeURIComponent(id)}`),
+    list: (query: Record<string, string | number | undefined> = {}) => {
+      const qs = new URLSearchParams(
+        Object.entries(query)
+          .filter((e): e is [string, string | number] => e[1] !== undefined)
+          .map(([k, v]): [string, string] => [k, String(v)]),
+      );
+      return request<z.infer<typeof ListExecutionsResponse>>("GET", `/executions${qs.size ? `?${qs}` : ""}`);
+    },
+    steps: async (id: string) =>
+      (await request<z.infer<typeof ListStepsResponse>>("GET", `/executions/${encodeURIComponent(id)}/steps`))
+        .steps,
+    resume: (id: string, data: Record<string, unknown> = {}) =>
+      request<{ execution_id: string; status: string }>(
+        "POST",
+        `/executions/${encodeURIComponent(id)}/resume`,
+        { data },
+      ),
+    cancel: (id: string) =>
+      request<{ execution_id: string; status: string; cancelled_at: string | null }>(
+        "POST",
+        `/executions/${encodeURIComponent(id)}/cancel`,
+      ),
+    /** Polls until the execution is completed, failed or cancelled. */
+    async waitForResult(id: string, { timeoutMs = 60_000, intervalMs = 200 } = {}): Promise<Execution> {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const e = await executions.get(id);
+        if (isTerminal(e.status)) return e;
+        if (Date.now() > deadline)
+          throw new Error(`execution ${id} is still ${e.status} after ${timeoutMs} ms`);
+        await new Promise((r) => setTimeout(r, intervalMs));
+      }
+    },
+  };
+
+  const events = {
+    /** Publishes one event (or several, in order) to a topic; returns them with their sequence ids. */
+    publish: async (
+      topic: string,
+      data: Record<string, unknown> | Record<string, unknown>[],
+      o: { eventType?: string; idempotencyKey?: string } = {},
+    ) =>
+      (
+        await request<{ events: PublishedEvent[] }>(
+          "POST",
+          "/events/publish",
+          Array.isArray(data)
+            ? { topic, event_type: o.eventType, events: data.map((d) => ({ data: d })) }
+            : { topic, event_type: o.eventType, data },
+          o.idempotencyKey ? { "idempotency-key": o.idempotencyKey } : {},
+        )
+      ).events,
+    /** A topic's events after a sequence id, oldest first. */
+    list: (topic: string, o: { afterSequenceId?: number; limit?: number } = {}) =>
+      request<z.infer<typeof ListEventsResponse>>(
+        "GET",
+        `/events?${new URLSearchParams({
+          topic,
+          after_sequence_id: String(o.afterSequenceId ?? 0),
+          limit: String(o.limit ?? 50),
+        })}`,
+      ),
+  };
+
+  return {
+    /** Starts a run; pass the definition for a typed input. */
+    run: <I>(workflow: WorkflowRef<I>, input: I, o?: RunOptions) =>
+      request<RunReceipt>(
+        "POST",
+        `/workflows/${encodeURIComponent(idOf(workflow))}/run`,
+        runBody(input, o),
+        idem(o),
+      ),
+    runBatch: (
+      runs: { workflow: WorkflowRef<unknown>; input: unknown; queueName?: string }[],
+      o?: RunOptions,
+    ) =>
+      request<z.infer<typeof BatchRunResponse>>(
+        "POST",
+        "/workflows/batch_run",
+        {
+          workflows: runs.map((r) => ({
+            workflow_id: idOf(r.workflow),
+            input: r.input,
+            queue_name: r.queueName,
+          })),
+        },
+        idem(o),
+      ),
+    executions,
+    events,
+    request,
+  };
+}
+
+export type SpoolClient = ReturnType<typeof createClient>;

@@ -1,0 +1,168 @@
+import { z } from "@hono/zod-openapi";
+import { EXECUTION_STATUSES } from "../execution-status.js";
+import { ClientId, Uuid } from "../ids.js";
+import { NextCursor } from "../pagination.js";
+import { JsonObject, JsonValue, NullableTimestamp, Timestamp } from "./common.js";
+
+export const ExecutionParams = z.object({
+  execution_id: z.string().openapi({ param: { name: "execution_id", in: "path" } }),
+});
+
+/** Options a run may carry, in single and batch runs alike. */
+const RunOptions = {
+  deployment_id: ClientId.nullish(),
+  queue_name: ClientId.nullish(),
+  concurrency_key: z.string().max(500).nullish(),
+  run_timeout_seconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(365 * 86400)
+    .nullish(),
+  initial_state: JsonObject.nullish(),
+  session_id: z.string().max(500).nullish(),
+  user_id: z.string().max(500).nullish(),
+  parent_execution_id: Uuid.nullish(),
+  root_execution_id: Uuid.nullish(),
+  step_key: z.string().max(500).nullish(),
+  wait_for_subworkflow: z.boolean().nullish(),
+};
+
+export const RunWorkflowBody = z
+  .object({
+    input: JsonObject.optional().openapi({ description: "The run's input (alias: payload)" }),
+    payload: JsonObject.optional().openapi({ description: "Alias of input" }),
+    ...RunOptions,
+  })
+  .openapi("RunWorkflowBody");
+
+export const RunWorkflowResponse = z
+  .object({
+    execution_id: Uuid,
+    workflow_id: z.string(),
+    status: z.literal("queued"),
+    queue_name: z.string(),
+    created_at: Timestamp,
+  })
+  .openapi("RunWorkflowResponse");
+
+export const BatchRunBody = z
+  .object({
+    workflows: z
+      .array(
+        z.object({
+          workflow_id: ClientId,
+          input: JsonObject.optional(),
+          payload: JsonObject.optional(),
+          ...RunOptions,
+        }),
+      )
+      .min(1)
+      .max(1000),
+    ...RunOptions,
+  })
+  .openapi("BatchRunBody");
+
+export const BatchRunResponse = z
+  .object({ executions: z.array(RunWorkflowResponse) })
+  .openapi("BatchRunResponse");
+
+export const ExecutionStatusEnum = z.enum(EXECUTION_STATUSES).openapi("ExecutionStatus");
+
+export const ExecutionError = z
+  .object({
+    name: z.string(),
+    message: z.string(),
+    step_key: z.string().optional(),
+    stack: z.string().optional(),
+    non_retryable: z.boolean().optional(),
+  })
+  .openapi("ExecutionError");
+
+export const ExecutionResponse = z
+  .object({
+    id: Uuid,
+    workflow_id: z.string(),
+    status: ExecutionStatusEnum,
+    input: JsonValue,
+    result: JsonValue,
+    error: ExecutionError.nullable(),
+    queue_name: z.string(),
+    deployment_id: z.string(),
+    concurrency_key: z.string().nullable(),
+    attempt: z.number().int(),
+    parent_execution_id: Uuid.nullable(),
+    root_execution_id: Uuid.nullable(),
+    step_key: z.string().nullable(),
+    suspended_step_key: z.string().nullable(),
+    suspended_data: JsonValue.openapi({
+      description: "The data the suspended step showed (e.g. what to approve)",
+    }),
+    session_id: z.string().nullable(),
+    user_id: z.string().nullable(),
+    created_at: Timestamp,
+    started_at: NullableTimestamp,
+    completed_at: NullableTimestamp,
+    cancelled_at: NullableTimestamp,
+  })
+  .openapi("Execution");
+
+export const ListExecutionsQuery = z.object({
+  workflow_id: ClientId.optional(),
+  status: ExecutionStatusEnum.optional(),
+  queue_name: ClientId.optional(),
+  parent_execution_id: Uuid.optional(),
+  created_after: z.iso.datetime({ offset: true }).optional(),
+  created_before: z.iso.datetime({ offset: true }).optional(),
+});
+
+export const ListExecutionsResponse = z
+  .object({ executions: z.array(ExecutionResponse), next_cursor: NextCursor })
+  .openapi("ListExecutionsResponse");
+
+export const StepResponse = z
+  .object({
+    step_key: z.string(),
+    kind: z.string(),
+    status: z.enum(["completed", "failed"]),
+    output: JsonValue,
+    error: ExecutionError.nullable(),
+    attempts: z.number().int(),
+    started_at: NullableTimestamp,
+    completed_at: NullableTimestamp,
+  })
+  .openapi("Step");
+
+export const ListStepsResponse = z.object({ steps: z.array(StepResponse) }).openapi("ListStepsResponse");
+
+export const ResumeExecutionBody = z
+  .object({ data: JsonObject.default({}).openapi({ description: "Returned by the suspended step" }) })
+  .openapi("ResumeExecutionBody");
+
+export const ResumeExecutionResponse = z
+  .object({ execution_id: Uuid, status: ExecutionStatusEnum })
+  .openapi("ResumeExecutionResponse");
+
+export const CancelExecutionResponse = z
+  .object({ execution_id: Uuid, status: ExecutionStatusEnum, cancelled_at: NullableTimestamp })
+  .openapi("CancelExecutionResponse");
+
+export const IdempotencyHeaders = z.object({
+  "Idempotency-Key": z
+    .string()
+    .min(1)
+    .max(255)
+    .optional()
+    .openapi({ param: { in: "header" }, description: "A repeat within 24 h returns the first response" }),
+});
+
+/** Long-poll: wait up to this many seconds for the run to finish. */
+export const WaitQuery = z.object({
+  wait: z.coerce.number().min(0).max(120).optional().openapi({
+    description: "Seconds to wait for a terminal status (max 120): 200 when finished, 202 when still going",
+  }),
+});
+
+export const RunAndWaitResponse = ExecutionResponse.extend({ execution_id: Uuid }).openapi(
+  "RunAndWaitResponse",
+);

@@ -1,0 +1,64 @@
+import { z } from "@hono/zod-openapi";
+import { Uuid } from "../ids.js";
+import { NextCursor } from "../pagination.js";
+import { NullableTimestamp, Timestamp } from "./common.js";
+
+export const ProjectParams = z.object({
+  project_id: z
+    .string()
+    .openapi({ param: { name: "project_id", in: "path" }, example: "0b6f5c9e-6d1c-4f5e-9d6b-2f0d1e6a7c11" }),
+});
+
+export const CreateProjectBody = z
+  .object({
+    name: z.string().trim().min(1).max(200),
+    description: z.string().max(2000).nullish(),
+  })
+  .openapi("CreateProjectBody");
+
+export const ProjectResponse = z
+  .object({
+    id: Uuid,
+    name: z.string(),
+    description: z.string().nullable(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .openapi("Project");
+
+export const ListProjectsResponse = z
+  .object({ projects: z.array(ProjectResponse), next_cursor: NextCursor })
+  .openapi("ListProjectsResponse");
+
+export const CreateApiKeyBody = z
+  .object({ name: z.string().trim().min(1).max(200) })
+  .openapi("CreateApiKeyBody");
+
+export const CreateApiKeyResponse = z
+  .object({
+    id: Uuid,
+    name: z.string(),
+    key: z.string().openapi({ description: "The key itself; shown only in this response" }),
+    last_four: z.string(),
+    created_at: Timestamp,
+  })
+  .openapi("CreatedApiKey");
+
+export const ApiKeyResponse = z
+  .object({
+    id: Uuid,
+    name: z.string(),
+    last_four: z.string(),
+    created_at: Timestamp,
+    last_used_at: NullableTimestamp,
+    revoked_at: NullableTimestamp,
+  })
+  .openapi("ApiKey");
+
+export const ListApiKeysResponse = z
+  .object({ api_keys: z.array(ApiKeyResponse), next_cursor: NextCursor })
+  .openapi("ListApiKeysResponse");
+
+export const ApiKeyParams = ProjectParams.extend({
+  key_id: z.string().openapi({ param: { name: "key_id", in: "path" } }),
+});

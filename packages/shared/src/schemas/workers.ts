@@ -1,0 +1,76 @@
+import { z } from "@hono/zod-openapi";
+import { ClientId, Uuid } from "../ids.js";
+import { NextCursor } from "../pagination.js";
+import { Timestamp } from "./common.js";
+
+export const WORKER_MODES = ["queue", "push", "pull"] as const;
+export const WORKER_STATUSES = ["online", "offline", "draining"] as const;
+
+export const WorkerParams = z.object({
+  worker_id: z.string().openapi({ param: { name: "worker_id", in: "path" } }),
+});
+
+export const WorkerCapabilities = z
+  .object({
+    runtime: z.string().max(100).nullish(),
+    workflow_ids: z.array(ClientId).max(10_000).nullish(),
+    agent_ids: z.array(ClientId).max(10_000).nullish(),
+    tool_ids: z.array(ClientId).max(10_000).nullish(),
+    queues: z.array(ClientId).max(10_000).nullish(),
+  })
+  .openapi("WorkerCapabilities");
+
+export const RegisterWorkerBody = z
+  .object({
+    deployment_id: ClientId,
+    mode: z.enum(WORKER_MODES),
+    capabilities: WorkerCapabilities.nullish(),
+    max_concurrent_executions: z.number().int().min(1).max(100_000).nullish(),
+    push_endpoint_url: z.url().max(2000).nullish(),
+    hostname: z.string().max(255).nullish(),
+  })
+  .openapi("RegisterWorkerBody");
+
+export const RegisterWorkerResponse = z
+  .object({ worker_id: Uuid, heartbeat_interval_seconds: z.number().int() })
+  .openapi("RegisterWorkerResponse");
+
+export const HeartbeatBody = z
+  .object({ running: z.number().int().min(0).nullish().openapi({ description: "Executions running now" }) })
+  .openapi("HeartbeatBody");
+export const HeartbeatResponse = z
+  .object({
+    re_register: z.boolean().openapi({ description: "True when the server no longer knows this worker" }),
+  })
+  .openapi("HeartbeatResponse");
+
+export const WorkerResponse = z
+  .object({
+    id: Uuid,
+    deployment_id: z.string(),
+    mode: z.enum(WORKER_MODES),
+    status: z.enum(WORKER_STATUSES),
+    capabilities: WorkerCapabilities,
+    max_concurrent_executions: z.number().int().nullable(),
+    running_executions: z.number().int(),
+    last_heartbeat_at: Timestamp,
+    registered_at: Timestamp,
+    hostname: z.string().nullable(),
+  })
+  .openapi("Worker");
+
+export const ListWorkersQuery = z.object({
+  deployment_id: ClientId.optional(),
+  status: z.enum(WORKER_STATUSES).optional(),
+});
+export const ListWorkersResponse = z
+  .object({ workers: z.array(WorkerResponse), next_cursor: NextCursor })
+  .openapi("ListWorkersResponse");
+export const WorkerStatusQuery = z.object({ deployment_id: ClientId });
+export const WorkerStatusResponse = z
+  .object({ online_count: z.number().int(), has_workers: z.boolean() })
+  .openapi("WorkerStatusResponse");
+export const ActiveWorkersResponse = z.object({ worker_ids: z.array(Uuid) }).openapi("ActiveWorkersResponse");
+export const WorkerStateResponse = z
+  .object({ worker_id: Uuid, status: z.enum(WORKER_STATUSES) })
+  .openapi("WorkerStateResponse");

@@ -1,0 +1,266 @@
+// A whole Spool system for tests: the real API on a real port, worker and scheduler as separate
+// processes, over the Postgres and Redis of the global setup (or a private Redis a test may stop).
+import { type ChildProcess, spawn } from "node:child_process";
+import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+import { serve } from "@hono/node-server";
+import { createPrisma } from "@spool/db";
+import { Engine, generateApiKey } from "@spool/engine";
+import { createClient, type SpoolClient } from "@spool/sdk";
+import { createLogger } from "@spool/shared";
+import { Redis } from "ioredis";
+import pg from "pg";
+import { inject } from "vitest";
+import { createApp } from "../../apps/api/src/app.js";
+import { createEventHub } from "../../apps/api/src/streaming/event-hub.js";
+import { SIDE_EFFECTS_DDL } from "../fixtures/side-effects.js";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+export const FIXTURES = fileURLToPath(new URL("../fixtures/workflows.ts", import.meta.url));
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** A child process whose JSON log lines can be awaited. */
+export class Proc {
+  readonly lines: Record<string, unknown>[] = [];
+  private waiters: {
+    test: (l: Record<string, unknown>) => boolean;
+    resolve: (l: Record<string, unknown>) => void;
+  }[] = [];
+  readonly exited: Promise<number | null>;
+  stderr = "";
+
+  constructor(
+    readonly name: string,
+    readonly child: ChildProcess,
+  ) {
+    let buffer = "";
+    child.stdout?.on("data", (chunk: Buffer) => {
+      buffer += chunk.toString();
+      let nl = buffer.indexOf("\n");
+      while (nl >= 0) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        nl = buffer.indexOf("\n");
+        try {
+          const parsed = JSON.parse(line) as Record<string, unknown>;
+          this.lines.push(parsed);
+          const matched = this.waiters.filter((w) => w.test(parsed));
+          this.waiters = this.waiters.filter((w) => !matched.includes(w));
+          for (const w of matched) w.resolve(parsed);
+        } catch {
+          // not a log line
+        }
+      }
+    });
+    child.stderr?.on("data", (chunk: Buffer) => {
+      this.stderr += chunk.toString();
+    });
+    this.exited = new Promise((resolve) => child.once("exit", (code) => resolve(code)));
+  }
+
+  waitFor(
+    test: (l: Record<string, unknown>) => boolean,
+    timeoutMs = 30_000,
+  ): Promise<Record<string, unknown>> {
+    const seen = this.lines.find(test);
+    if (seen) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () =>
+          reject(
+            new Error(`${this.name}: no matching log line in ${timeoutMs} ms\n${this.stderr.slice(-2000)}`),
+          ),
+        timeoutMs,
+      );
+      this.waiters.push({
+        test,
+        resolve: (l) => {
+          clearTimeout(timer);
+          resolve(l);
+        },
+      });
+    });
+  }
+
+  kill(signal: NodeJS.Signals = "SIGTERM") {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
+    return this.exited;
+  }
+}
+
+/** A redis-server of the test's own, so the test may stop and restart it. */
+export async function startRedis(
+  port?: number,
+): Promise<{ url: string; port: number; stop(): Promise<void> }> {
+  const p = port ?? (await freePort());
+  const child = spawn(
+    "redis-server",
+    ["--port", String(p), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+    {
+      stdio: "ignore",
+    },
+  );
+  const url = `redis://127.0.0.1:${p}`;
+  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  probe.on("error", () => {});
+  for (let i = 0; ; i++) {
+    try {
+      await probe.connect();
+      await probe.ping();
+      break;
+    } catch {
+      if (i > 100) throw new Error("redis-server did not start");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  probe.disconnect();
+  return {
+    url,
+    port: p,
+    stop: () =>
+      new Promise((resolve) => {
+        child.once("exit", () => resolve());
+        child.kill("SIGKILL");
+      }),
+  };
+}
+
+export interface SystemOptions {
+  redisUrl?: string;
+  workflowsModule?: string;
+  workerEnv?: Record<string, string>;
+  heartbeatIntervalSeconds?: number;
+}
+
+export interface System {
+  apiUrl: string;
+  projectId: string;
+  apiKey: string;
+  engine: Engine;
+  client: SpoolClient;
+  db: pg.Pool;
+  redisUrl: string;
+  startWorker(env?: Record<string, string>): Promise<Proc & { workerId: string }>;
+  startScheduler(env?: Record<string, string>): Promise<Proc>;
+  stop(): Promise<void>;
+}
+
+export async function startSystem(options: SystemOptions = {}): Promise<System> {
+  const databaseUrl = inject("databaseUrl");
+  // The fixtures' side-effect counter reads this in the test process.
+  process.env.SPOOL_TEST_DATABASE_URL = databaseUrl;
+  const redisUrl = options.redisUrl ?? inject("redisUrl");
+  const logger = createLogger("test-api", "silent");
+  const prisma = createPrisma({ databaseUrl, maxConnections: 10 });
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true });
+  redis.on("error", () => {});
+  const adminKey = generateApiKey("sk_admin_");
+  const engine = new Engine({
+    prisma,
+    redis,
+    redisUrl,
+    logger,
+    adminKey,
+    heartbeatIntervalSeconds: options.heartbeatIntervalSeconds ?? 1,
+  });
+  const eventHub = createEventHub(engine, redisUrl, logger);
+  const app = createApp({ engine, eventHub, logger });
+  const port = await freePort();
+  const server = serve({ fetch: app.fetch, port, hostname: "127.0.0.1" });
+  const apiUrl = `http://127.0.0.1:${port}`;
+
+  const admin = createClient({ baseUrl: apiUrl, apiKey: adminKey, projectId: "" });
+  const project = await admin.request<{ id: string }>("POST", "/projects", { name: "system-test" });
+  const { key } = await admin.request<{ key: string }>("POST", `/projects/${project.id}/api-keys`, {
+    name: "t",
+  });
+  const client = createClient({ baseUrl: apiUrl, apiKey: key, projectId: project.id });
+  const db = new pg.Pool({ connectionString: databaseUrl, max: 4 });
+  await db.query(`BEGIN; ${SIDE_EFFECTS_DDL}; COMMIT;`);
+
+  const procs: Proc[] = [];
+  const baseEnv = {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: redisUrl,
+    SPOOL_API_URL: apiUrl,
+    SPOOL_API_KEY: key,
+    SPOOL_PROJECT_ID: project.id,
+    SPOOL_LOG_LEVEL: "info",
+  };
+  const launch = (name: string, entry: string, env: Record<string, string>) => {
+    const child = spawn(process.execPath, ["--import", "tsx", entry], {
+      cwd: ROOT,
+      env: { ...baseEnv, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const proc = new Proc(name, child);
+    procs.push(proc);
+    return proc;
+  };
+
+  return {
+    apiUrl,
+    projectId: project.id,
+    apiKey: key,
+    engine,
+    client,
+    db,
+    redisUrl,
+    async startWorker(env = {}) {
+      const proc = launch("worker", "apps/worker/src/main.ts", {
+        SPOOL_WORKFLOWS_MODULE: options.workflowsModule ?? FIXTURES,
+        SPOOL_JOB_LOCK_MS: "2000",
+        SPOOL_DRAIN_TIMEOUT_MS: "2000",
+        ...options.workerEnv,
+        ...env,
+      });
+      const registered = await proc.waitFor((l) => l.msg === "registered", 60_000);
+      await proc.waitFor((l) => l.msg === "consuming", 60_000);
+      return Object.assign(proc, { workerId: String(registered.worker_id) });
+    },
+    async startScheduler(env = {}) {
+      const proc = launch("scheduler", "apps/scheduler/src/main.ts", {
+        SPOOL_SWEEP_INTERVAL_MS: "300",
+        SPOOL_QUEUED_GRACE_MS: "1000",
+        ...env,
+      });
+      await proc.waitFor((l) => l.msg === "scheduler started", 60_000);
+      return proc;
+    },
+    async stop() {
+      await Promise.all(procs.map((p) => p.kill("SIGKILL")));
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await eventHub.close();
+      await engine.close();
+      await prisma.$disconnect();
+      redis.disconnect();
+      await db.end();
+    },
+  };
+}
+
+/** Polls until `check` returns a value that is not undefined. */
+export async function eventually<T>(
+  check: () => Promise<T | undefined>,
+  timeoutMs = 30_000,
+  what = "condition",
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

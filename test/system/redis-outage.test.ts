@@ -1,0 +1,39 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually, type System, startRedis, startSystem } from "./harness.js";
+
+describe("Redis outage: nothing accepted is lost", () => {
+  let sys: System;
+  let redis: Awaited<ReturnType<typeof startRedis>>;
+  beforeAll(async () => {
+    redis = await startRedis();
+    sys = await startSystem({ redisUrl: redis.url });
+    await sys.startWorker();
+    await sys.startScheduler();
+  });
+  afterAll(async () => {
+    await sys?.stop();
+    await redis?.stop();
+  });
+
+  it("a run accepted while Redis is down completes once Redis is back (empty)", async () => {
+    await redis.stop();
+    const { execution_id } = await sys.client.run("three-steps", { n: 1 });
+    expect((await sys.client.executions.get(execution_id)).status).toBe("queued");
+    redis = await startRedis(redis.port); // no persistence: every job is gone
+    const done = await sys.client.executions.waitForResult(execution_id, { timeoutMs: 45_000 });
+    expect(done.status).toBe("completed");
+    expect(done.result).toEqual({ a: 2, b: 4, c: "n=1 -> 4" });
+  });
+
+  it("a run parked on a timer survives Redis losing the timer job", async () => {
+    const { execution_id } = await sys.client.run("sleeper", { ms: 1500 });
+    await eventually(async () =>
+      (await sys.client.executions.get(execution_id)).status === "waiting" ? true : undefined,
+    );
+    await redis.stop();
+    redis = await startRedis(redis.port);
+    const done = await sys.client.executions.waitForResult(execution_id, { timeoutMs: 45_000 });
+    expect(done.status).toBe("completed");
+    expect((done.result as { sleptMs: number }).sleptMs).toBeGreaterThanOrEqual(1500);
+  });
+});

@@ -1,0 +1,164 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually, type Proc, type System, startSystem } from "./harness.js";
+
+interface BatchInput {
+  events: { sequence_id: number; data: { n: number } }[];
+  trigger_id: string;
+}
+
+describe("event triggers and waitForEvent (real scheduler processes)", () => {
+  let sys: System;
+  let schedulers: Proc[];
+
+  beforeAll(async () => {
+    sys = await startSystem();
+    await sys.startWorker(); // registers deployment "default" with the fixture workflows
+    schedulers = await Promise.all([sys.startScheduler(), sys.startScheduler()]);
+  });
+  afterAll(() => sys?.stop());
+
+  const register = (body: Record<string, unknown>) =>
+    sys.client.request<{ trigger: { id: string; last_sequence_id: number } }>(
+      "POST",
+      "/event-triggers/register",
+      {
+        workflow_id: "batch-consumer",
+        deployment_id: "default",
+        ...body,
+      },
+    );
+  const publish = async (topic: string, data: Record<string, unknown>) => {
+    const events = await sys.client.events.publish(topic, data);
+    return { sequence_ids: events.map((e) => e.sequence_id), events };
+  };
+  const batchesOf = async (triggerId: string) => {
+    const { executions } = await sys.client.executions.list({ workflow_id: "batch-consumer", limit: 500 });
+    return executions
+      .filter((e) => (e.input as BatchInput).trigger_id === triggerId)
+      .sort((a, b) => a.created_at.localeCompare(b.created_at));
+  };
+
+  it("1,000 events from 10 concurrent clients make exactly 10 batches of 100, in order, while a scheduler is killed", async () => {
+    const topic = `bulk-${randomUUID()}`;
+    await publish(topic, { n: -1 }); // before registration: must never be delivered
+    const { trigger } = await register({ event_topic: topic, batch_size: 100 });
+    let published = 0;
+    let killed = false;
+    const sequences: number[] = [];
+    await Promise.all(
+      Array.from({ length: 10 }, async (_, client) => {
+        for (let i = 0; i < 100; i++) {
+          const res = await publish(topic, { n: client * 100 + i });
+          sequences.push(...res.sequence_ids);
+          if (++published === 500 && !killed) {
+            killed = true;
+            await schedulers[0]!.kill("SIGKILL");
+          }
+        }
+      }),
+    );
+    const batches = await eventually(
+      async () => {
+        const b = await batchesOf(trigger.id);
+        return b.length >= 10 ? b : undefined;
+      },
+      30_000,
+      "10 batches",
+    );
+    await new Promise((r) => setTimeout(r, 1000)); // an 11th would show up now
+    expect(await batchesOf(trigger.id)).toHaveLength(10);
+
+    const delivered = batches.map((b) => (b.input as BatchInput).events.map((e) => e.sequence_id));
+    for (const batch of delivered) {
+      expect(batch).toHaveLength(100);
+      expect(batch).toEqual([...batch].sort((a, b) => a - b));
+    }
+    const flat = delivered.flat();
+    expect(flat).toEqual([...flat].sort((a, b) => a - b)); // batches follow each other in sequence order
+    expect(new Set(flat).size).toBe(1000);
+    expect([...flat].sort((a, b) => a - b)).toEqual([...sequences].sort((a, b) => a - b));
+    expect(batches.flatMap((b) => (b.input as BatchInput).events.map((e) => e.data.n))).not.toContain(-1);
+  });
+
+  it("a partial batch (7 of 50) fires once, between 2 s and 3 s after its first event, on the named queue", async () => {
+    const topic = `partial-${randomUUID()}`;
+    const { trigger } = await register({
+      event_topic: topic,
+      batch_size: 50,
+      batch_timeout_seconds: 2,
+      queue_name: "batch-q",
+    });
+    let first: Date | undefined;
+    for (let i = 0; i < 7; i++) {
+      const res = await publish(topic, { n: i });
+      first ??= new Date(res.events[0]!.created_at);
+    }
+    const [run] = await eventually(
+      async () => {
+        const b = await batchesOf(trigger.id);
+        return b.length ? b : undefined;
+      },
+      10_000,
+      "the partial batch",
+    );
+    const delay = new Date(run!.created_at).getTime() - first!.getTime();
+    expect(delay).toBeGreaterThanOrEqual(2000);
+    expect(delay).toBeLessThan(3000);
+    expect((run!.input as BatchInput).events).toHaveLength(7);
+    expect(run!.queue_name).toBe("batch-q");
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await batchesOf(trigger.id)).toHaveLength(1);
+  });
+
+  it("triggers and schedules declared in defineWorkflow are registered by the worker and fire", async () => {
+    const { triggers } = await sys.client.request<{
+      triggers: { workflow_id: string; event_topic: string; batch_size: number }[];
+    }>("GET", "/event-triggers");
+    expect(triggers).toContainEqual(
+      expect.objectContaining({ workflow_id: "declared", event_topic: "declared-topic", batch_size: 2 }),
+    );
+    const { schedules } = await sys.client.request<{ schedules: Record<string, unknown>[] }>(
+      "GET",
+      "/schedules",
+    );
+    expect(schedules).toContainEqual(
+      expect.objectContaining({
+        workflow_id: "declared",
+        key: "yearly",
+        cron: "0 0 1 1 *",
+        timezone: "Europe/Paris",
+        input: { kind: "annual" },
+      }),
+    );
+    await publish("declared-topic", { n: 1 });
+    await publish("declared-topic", { n: 2 });
+    const run = await eventually(
+      async () => (await sys.client.executions.list({ workflow_id: "declared" })).executions[0],
+    );
+    expect((await sys.client.executions.waitForResult(run.id)).result).toBe(2);
+  });
+
+  it("a waiting workflow resumes on a matching event, and times out with a clear error when none comes", async () => {
+    const topic = `shipments-${randomUUID()}`;
+    const { execution_id } = await sys.client.run("wait-event", { topic, orderId: "o-7", timeout: "1m" });
+    await eventually(async () =>
+      (await sys.client.executions.get(execution_id)).status === "waiting" ? true : undefined,
+    );
+    await publish(topic, { orderId: "o-8", status: "not mine" });
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await sys.client.executions.get(execution_id)).status).toBe("waiting");
+    const { sequence_ids } = await publish(topic, { orderId: "o-7", status: "shipped" });
+    const done = await sys.client.executions.waitForResult(execution_id);
+    expect(done.result).toEqual({ status: "shipped", sequence: sequence_ids[0] });
+
+    const timedOut = await sys.client.run("wait-event", { topic, orderId: "o-9", timeout: "1s" });
+    const failed = await sys.client.executions.waitForResult(timedOut.execution_id);
+    expect(failed.status).toBe("failed");
+    expect(failed.error).toMatchObject({
+      name: "StepTimeoutError",
+      step_key: "shipped",
+      message: `step 'shipped' timed out waiting for an event on topic '${topic}'`,
+    });
+  });
+});
