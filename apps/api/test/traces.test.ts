@@ -148,7 +148,7 @@ describe("traces", () => {
     });
     const run = await call(a, "/api/v1/workflows/wf-run/run", { method: "POST", json: { input: { n: 1 } } });
     const { execution_id } = (await run.json()) as { execution_id: string };
-    await api.engine.traces.syncExecution(execution_id, "workflow");
+    await api.engine.traces.sync(execution_id);
     const t = await list(a, "?workflow_id=wf-run&status=queued");
     expect(t.traces).toMatchObject([
       { trace_id: traceIdOf(execution_id), root_span_name: "wf-run", status: "queued" },

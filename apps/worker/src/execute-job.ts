@@ -6,7 +6,6 @@ import {
   type Engine,
   type JobData,
   replay,
-  type WorkflowKind,
 } from "@spool/engine";
 import type { Logger, WorkflowDefinition } from "@spool/shared";
 
@@ -41,30 +40,41 @@ export async function executeJob(args: {
   if (!execution) return "stale job skipped";
 
   args.inFlight.set(execution.id, { executionId: execution.id, dispatchSeq: execution.dispatchSeq });
-  const kind: WorkflowKind = args.workflows.get(execution.workflowId)?.kind ?? "workflow";
-  // Traces are observability: a failed span write is logged, never allowed to fail the run.
-  const syncSpans = () =>
-    engine.traces
-      .syncExecution(execution.id, kind)
-      .catch((err) => args.logger.warn({ err: String(err), execution_id: execution.id }, "span sync failed"));
-  // A run still going after a moment shows as running in its trace; short runs skip that write
-  // (it cost a third of a no-op run's database work). The final sync is awaited, after the start
-  // one, so the trace never ends older than the run.
-  let started: Promise<void> | undefined;
-  const startTimer = setTimeout(() => {
-    started = syncSpans();
-  }, RUNNING_SPAN_DELAY_MS);
+  const runningSpan = showRunningAfterDelay(engine, execution.id, args.logger);
   try {
-    return await runExecution(args, execution);
+    return await runExecution(args, execution, runningSpan.settle);
   } finally {
-    clearTimeout(startTimer);
+    await runningSpan.settle();
     args.inFlight.delete(execution.id);
-    await started;
-    await syncSpans();
   }
 }
 
-async function runExecution(args: Parameters<typeof executeJob>[0], execution: Execution): Promise<string> {
+/**
+ * A run still going after a moment shows as running in its trace; short runs skip that write (it
+ * cost a third of a no-op run's database work). Every transition that ends the worker's turn writes
+ * the trace itself; `settle` makes sure this write is done or never starts before that.
+ */
+function showRunningAfterDelay(engine: Engine, executionId: string, logger: Logger) {
+  let write: Promise<void> | undefined;
+  const timer = setTimeout(() => {
+    // Traces are observability: a failed span write is logged, never allowed to fail the run.
+    write = engine.traces
+      .sync(executionId)
+      .catch((err) => logger.warn({ err: String(err), execution_id: executionId }, "span sync failed"));
+  }, RUNNING_SPAN_DELAY_MS);
+  return {
+    settle: async () => {
+      clearTimeout(timer);
+      await write;
+    },
+  };
+}
+
+async function runExecution(
+  args: Parameters<typeof executeJob>[0],
+  execution: Execution,
+  settleRunningSpan: () => Promise<void>,
+): Promise<string> {
   const { engine, logger } = args;
   const seq = execution.dispatchSeq;
   const definition = args.workflows.get(execution.workflowId);
@@ -112,7 +122,7 @@ async function runExecution(args: Parameters<typeof executeJob>[0], execution: E
   });
   // Live events and spans land before the outcome does: a client that sees the run finished
   // finds its whole stream and trace.
-  await Promise.all([stream.flush(), spans.flush()]);
+  await Promise.all([stream.flush(), spans.flush(), settleRunningSpan()]);
 
   switch (outcome.type) {
     case "completed":

@@ -2,6 +2,7 @@ import type { PrismaClient } from "@spool/db";
 import type { Logger } from "@spool/shared";
 import type { Redis } from "ioredis";
 import type { Dispatcher } from "./dispatch/dispatcher.js";
+import type { Traces } from "./traces/traces.js";
 
 /** What engine functions need; built once by the Engine. */
 export interface EngineDeps {
@@ -10,6 +11,8 @@ export interface EngineDeps {
   logger: Logger;
   /** Announcements only (finished runs, publishes); never a source of truth. */
   redis: Redis;
+  /** Transitions write the execution's spans in their own transaction (see traces/record-spans.ts). */
+  traces: Traces;
 }
 
 /** Interactive transactions here are short, but wait behind row locks under load. */

@@ -52,11 +52,13 @@ export class Engine {
     this.prisma = options.prisma;
     this.redis = options.redis;
     this.dispatcher = new Dispatcher({ redisUrl: options.redisUrl, logger: options.logger });
+    this.traces = new Traces(options.prisma, options.logger);
     const deps: EngineDeps = {
       prisma: options.prisma,
       dispatcher: this.dispatcher,
       logger: options.logger,
       redis: options.redis,
+      traces: this.traces,
     };
     this.projects = new Projects(options.prisma, options.adminKey);
     this.registry = new Registry(options.prisma, this.dispatcher);
@@ -64,7 +66,6 @@ export class Engine {
     this.executions = new Executions(deps);
     this.events = new Events(deps);
     this.sweeps = new Sweeps(deps);
-    this.traces = new Traces(options.prisma, options.logger);
     const clock = options.clock ?? (() => new Date());
     this.triggers = new Triggers(options.prisma);
     this.triggerFiring = new TriggerFiring(deps);

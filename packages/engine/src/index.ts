@@ -23,6 +23,6 @@ export type { SweepReport } from "./sweeps/sweeps.js";
 export { createOtlpSpanSink } from "./traces/otlp-export.js";
 export { spanIdOf } from "./traces/span-ids.js";
 export { createSpanWriter } from "./traces/span-writer.js";
-export type { SpanRow, SpanSink, TraceFilter, WorkflowKind } from "./traces/traces.js";
+export type { SpanRow, SpanSink, TraceFilter } from "./traces/traces.js";
 export type { RegisterTriggerInput } from "./triggers/triggers.js";
 export type { RegisterWorkerInput, WorkerCapabilities, WorkerMode, WorkerStatus } from "./workers/workers.js";

@@ -68,13 +68,16 @@ export async function blockExecution(
     const pending = await tx.wait.count({
       where: { executionId: row.id, stepKey: { in: args.waits.map((w) => w.stepKey) }, status: "pending" },
     });
+    let current = row;
     if (pending < args.waits.length) {
       const wake = await requeueExecution(tx, row.id);
       if (wake) dispatch.push(wake);
+      current = await tx.execution.findUniqueOrThrow({ where: { id: row.id } });
     }
-    return { row, dispatch };
+    return { row: current, dispatch, spans: await deps.traces.syncInTransaction(tx, current) };
   }, TX_OPTIONS);
   if (!outcome) return null;
+  deps.traces.publish(outcome.spans);
   await deps.dispatcher.dispatch(outcome.dispatch);
   return outcome.row;
 }

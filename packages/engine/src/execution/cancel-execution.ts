@@ -1,7 +1,8 @@
 import type { Execution, Prisma } from "@spool/db";
 import { conflict, isTerminal } from "@spool/shared";
 import { type EngineDeps, TX_OPTIONS } from "../deps.js";
-import { afterFinish, syncTrace } from "./after-finish.js";
+import { afterFinish } from "./after-finish.js";
+import { cancelPendingWaits } from "./finish-execution.js";
 import { lockExecution, lockProjectExecution } from "./lock.js";
 import { NON_TERMINAL } from "./statuses.js";
 import { transition } from "./transition.js";
@@ -33,17 +34,16 @@ export async function cancelExecution(
       });
       if (moved) done.push(moved);
     }
-    await tx.wait.updateMany({
-      where: { executionId: { in: ids }, status: "pending" },
-      data: { status: "cancelled" },
-    });
-    return done;
+    await cancelPendingWaits(tx, ids);
+    const spans = [];
+    for (const moved of done) spans.push(...(await deps.traces.syncInTransaction(tx, moved)));
+    return { done, spans };
   }, TX_OPTIONS);
-  const [root, ...descendants] = cancelled;
-  // A cancelled child fails its parent's invoke step (unless the parent was cancelled with it).
-  await afterFinish(deps, root!, { byWorker: false });
-  for (const child of descendants) await syncTrace(deps, child);
-  return root!;
+  deps.traces.publish(cancelled.spans);
+  // The root fails its parent's invoke step, if it has one; the descendants' parents were cancelled
+  // with them, so for those this only tells `?wait=` clients.
+  for (const moved of cancelled.done) await afterFinish(deps, moved);
+  return cancelled.done[0]!;
 }
 
 async function unfinishedDescendants(tx: Prisma.TransactionClient, rootId: string): Promise<string[]> {

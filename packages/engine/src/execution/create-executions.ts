@@ -62,6 +62,7 @@ export async function createExecutions(
           id,
           projectId,
           workflowId: r.workflowId,
+          workflowType: registration.workflowType,
           deploymentId: registration.deploymentId,
           queueName: r.queueName ?? registration.queueName ?? DEFAULT_QUEUE,
           status: "queued",

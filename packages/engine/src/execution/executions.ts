@@ -52,7 +52,7 @@ export class Executions {
   private readonly watcher: FinishWatcher;
 
   constructor(private readonly deps: EngineDeps) {
-    this.watcher = new FinishWatcher(deps.prisma, deps.redis);
+    this.watcher = new FinishWatcher(deps.redis);
   }
 
   /** The execution once it is terminal, or as it stands after `waitMs` (long-poll for `?wait=`). */

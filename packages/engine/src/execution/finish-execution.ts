@@ -1,6 +1,6 @@
 import { type Execution, jsonOrNull, type Prisma } from "@spool/db";
 import type { SerializedError } from "@spool/shared";
-import type { EngineDeps } from "../deps.js";
+import { type EngineDeps, TX_OPTIONS } from "../deps.js";
 import type { DispatchRequest } from "../dispatch/dispatcher.js";
 import { afterFinish } from "./after-finish.js";
 import { runDispatch } from "./create-executions.js";
@@ -12,28 +12,29 @@ export async function completeExecution(
   deps: EngineDeps,
   args: { executionId: string; dispatchSeq: number; result: unknown },
 ): Promise<Execution | null> {
-  const row = await transition(deps.prisma, {
-    executionId: args.executionId,
-    from: ["running"],
-    to: "completed",
-    where: { dispatchSeq: args.dispatchSeq },
-    data: {
-      result: jsonOrNull(args.result),
-      completedAt: new Date(),
-      workerId: null,
-      error: jsonOrNull(null),
-    },
-  });
-  if (row) {
+  const outcome = await deps.prisma.$transaction(async (tx) => {
+    const row = await transition(tx, {
+      executionId: args.executionId,
+      from: ["running"],
+      to: "completed",
+      where: { dispatchSeq: args.dispatchSeq },
+      data: {
+        result: jsonOrNull(args.result),
+        completedAt: new Date(),
+        workerId: null,
+        error: jsonOrNull(null),
+      },
+    });
+    if (!row) return null;
     // A branch still parked when the workflow returned (e.g. the loser of a Promise.race) must
     // not go on matching events and firing timers for a finished run.
-    await deps.prisma.wait.updateMany({
-      where: { executionId: row.id, status: "pending" },
-      data: { status: "cancelled" },
-    });
-    await afterFinish(deps, row, { byWorker: true });
-  }
-  return row;
+    await cancelPendingWaits(tx, [row.id]);
+    return { row, spans: await deps.traces.syncInTransaction(tx, row) };
+  }, TX_OPTIONS);
+  if (!outcome) return null;
+  deps.traces.publish(outcome.spans);
+  await afterFinish(deps, outcome.row);
+  return outcome.row;
 }
 
 /**
@@ -52,44 +53,41 @@ export async function failExecution(
   },
 ): Promise<Execution | null> {
   const guard = args.dispatchSeq === undefined ? {} : { dispatchSeq: args.dispatchSeq };
+  const retry = args.retryDelayMs != null;
+  const outcome = await deps.prisma.$transaction(async (tx) => {
+    const row = retry
+      ? await transition(tx, {
+          executionId: args.executionId,
+          from: ["running"],
+          to: "queued",
+          where: guard,
+          data: {
+            attempt: { increment: 1 },
+            dispatchSeq: { increment: 1 },
+            error: jsonOrNull(args.error),
+            workerId: null,
+          },
+        })
+      : await transition(tx, {
+          executionId: args.executionId,
+          from: args.from ?? ["running"],
+          to: "failed",
+          where: guard,
+          data: { error: jsonOrNull(args.error), completedAt: new Date(), workerId: null },
+        });
+    if (!row) return null;
+    if (retry) await clearFailedSteps(tx, row.id);
+    else await cancelPendingWaits(tx, [row.id]);
+    return { row, spans: await deps.traces.syncInTransaction(tx, row) };
+  }, TX_OPTIONS);
+  if (!outcome) return null;
+  deps.traces.publish(outcome.spans);
   if (args.retryDelayMs != null) {
-    const row = await deps.prisma.$transaction(async (tx) => {
-      const retried = await transition(tx, {
-        executionId: args.executionId,
-        from: ["running"],
-        to: "queued",
-        where: guard,
-        data: {
-          attempt: { increment: 1 },
-          dispatchSeq: { increment: 1 },
-          error: jsonOrNull(args.error),
-          workerId: null,
-        },
-      });
-      if (retried) await clearFailedSteps(tx, retried.id);
-      return retried;
-    });
-    if (row) await deps.dispatcher.dispatch([{ ...runDispatch(row), delayMs: args.retryDelayMs }]);
-    return row;
+    await deps.dispatcher.dispatch([{ ...runDispatch(outcome.row), delayMs: args.retryDelayMs }]);
+  } else {
+    await afterFinish(deps, outcome.row);
   }
-  const row = await deps.prisma.$transaction(async (tx) => {
-    const failed = await transition(tx, {
-      executionId: args.executionId,
-      from: args.from ?? ["running"],
-      to: "failed",
-      where: guard,
-      data: { error: jsonOrNull(args.error), completedAt: new Date(), workerId: null },
-    });
-    if (failed)
-      await tx.wait.updateMany({
-        where: { executionId: failed.id, status: "pending" },
-        data: { status: "cancelled" },
-      });
-    return failed;
-  });
-  // Guarded by a dispatch sequence = the worker running it; otherwise a sweep (e.g. run timeout).
-  if (row) await afterFinish(deps, row, { byWorker: args.dispatchSeq !== undefined });
-  return row;
+  return outcome.row;
 }
 
 /**
@@ -100,18 +98,34 @@ export async function releaseExecution(
   deps: EngineDeps,
   args: { executionId: string; dispatchSeq?: number },
 ): Promise<Execution | null> {
-  const row = await transition(deps.prisma, {
-    executionId: args.executionId,
-    from: ["running"],
-    to: "queued",
-    where: args.dispatchSeq === undefined ? {} : { dispatchSeq: args.dispatchSeq },
-    data: { dispatchSeq: { increment: 1 }, workerId: null },
-  });
-  if (row) await deps.dispatcher.dispatch([runDispatch(row)]);
-  return row;
+  const outcome = await deps.prisma.$transaction(async (tx) => {
+    const row = await transition(tx, {
+      executionId: args.executionId,
+      from: ["running"],
+      to: "queued",
+      where: args.dispatchSeq === undefined ? {} : { dispatchSeq: args.dispatchSeq },
+      data: { dispatchSeq: { increment: 1 }, workerId: null },
+    });
+    return row ? { row, spans: await deps.traces.syncInTransaction(tx, row) } : null;
+  }, TX_OPTIONS);
+  if (!outcome) return null;
+  deps.traces.publish(outcome.spans);
+  await deps.dispatcher.dispatch([runDispatch(outcome.row)]);
+  return outcome.row;
 }
 
 export type { DispatchRequest };
+
+/** A finished run's open waits are closed, so no event or timer acts on it later. */
+export async function cancelPendingWaits(
+  tx: Prisma.TransactionClient,
+  executionIds: string[],
+): Promise<void> {
+  await tx.wait.updateMany({
+    where: { executionId: { in: executionIds }, status: "pending" },
+    data: { status: "cancelled" },
+  });
+}
 
 /**
  * The new attempt runs the failed steps again; completed ones stay done. A failed wait step (a

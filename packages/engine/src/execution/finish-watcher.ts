@@ -1,4 +1,4 @@
-import type { Execution, PrismaClient } from "@spool/db";
+import type { Execution } from "@spool/db";
 import { isTerminal } from "@spool/shared";
 import type { Redis } from "ioredis";
 import { FINISHED_CHANNEL } from "./after-finish.js";
@@ -14,10 +14,7 @@ export class FinishWatcher {
   private subscriber: Redis | null = null;
   private readonly waiters = new Map<string, Set<() => void>>();
 
-  constructor(
-    private readonly prisma: PrismaClient,
-    private readonly redis: Redis,
-  ) {}
+  constructor(private readonly redis: Redis) {}
 
   /**
    * The execution once terminal, or as it is when `timeoutMs` has passed. The waiter is registered

@@ -1,15 +1,8 @@
 // Span writes. Every write is an upsert keyed by a derived span id, so a span written again (a
 // replay, a resumed run, a retried job, a duplicate batch from a remote worker) stays one span.
-import type { PrismaClient } from "@spool/db";
+import type { Db, Execution, PrismaClient } from "@spool/db";
 import type { StepRecord } from "../runtime/journal.js";
-import {
-  executionSpan,
-  type SpanRow,
-  stepSpan,
-  storedStepSpan,
-  type WorkflowKind,
-  waitSpan,
-} from "./span-rows.js";
+import { executionSpan, type SpanRow, stepSpan, storedStepSpan, waitSpan } from "./span-rows.js";
 
 /** Where finished spans also go (e.g. an OTLP exporter); called after the rows are committed. */
 export interface SpanSink {
@@ -23,9 +16,9 @@ export interface ExecutionRef {
   rootExecutionId: string | null;
 }
 
-const upsert = (prisma: PrismaClient, row: SpanRow) => {
+const upsert = (db: Db, row: SpanRow) => {
   const { spanId, ...rest } = row;
-  return prisma.span.upsert({ where: { spanId }, create: row, update: rest });
+  return db.span.upsert({ where: { spanId }, create: row, update: rest });
 };
 
 /** Steps a worker just ran, written in one transaction. */
@@ -42,31 +35,25 @@ export async function recordSteps(
 
 /**
  * Brings an execution's span in line with its row (status, result, error, end), adds a span for
- * each stored step that has none yet, and refreshes the spans of its waits. Run by the worker after
- * each transition it makes.
+ * each stored step that has none yet, and refreshes the spans of its waits.
+ *
+ * The caller holds the execution's row lock (it has just transitioned the row, or locked it), so
+ * span syncs serialize with transitions: the last sync to commit saw the newest row, and a trace
+ * never ends older than its run.
  */
-export async function syncExecution(
-  prisma: PrismaClient,
-  executionId: string,
-  kind: WorkflowKind,
-): Promise<SpanRow[]> {
-  const execution = await prisma.execution.findUnique({ where: { id: executionId } });
-  if (!execution) return [];
+export async function syncExecutionSpans(db: Db, execution: Execution): Promise<SpanRow[]> {
   const [steps, waits] = await Promise.all([
-    prisma.stepResult.findMany({ where: { executionId }, orderBy: { seq: "asc" } }),
-    prisma.wait.findMany({ where: { executionId } }),
+    db.stepResult.findMany({ where: { executionId: execution.id }, orderBy: { seq: "asc" } }),
+    db.wait.findMany({ where: { executionId: execution.id } }),
   ]);
-  const own = executionSpan(execution, kind);
+  const own = executionSpan(execution);
   const waitRows = waits.map((w) => waitSpan(execution, w));
   const waitKeys = new Set(waits.map((w) => w.stepKey));
   // A wait's result row is the same logical step as the wait: its span is the wait's.
   const stepRows = steps.filter((s) => !waitKeys.has(s.stepKey)).map((s) => storedStepSpan(execution, s));
-  await prisma.$transaction([
-    upsert(prisma, own),
-    ...waitRows.map((row) => upsert(prisma, row)),
-    // Never overwrite: the span the worker wrote when it ran the step knows more (its input).
-    prisma.span.createMany({ data: stepRows, skipDuplicates: true }),
-  ]);
+  for (const row of [own, ...waitRows]) await upsert(db, row);
+  // Never overwrite: the span the worker wrote when it ran the step knows more (its input).
+  if (stepRows.length > 0) await db.span.createMany({ data: stepRows, skipDuplicates: true });
   return [own, ...waitRows];
 }
 

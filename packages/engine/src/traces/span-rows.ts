@@ -8,14 +8,13 @@ import { llmTrace } from "../runtime/tool-step.js";
 import { spanIdOf } from "./span-ids.js";
 
 export type SpanRow = Prisma.SpanUncheckedCreateInput;
-export type WorkflowKind = "workflow" | "agent" | "tool";
 
 const json = (v: unknown) => (v === undefined || v === null ? P.DbNull : (v as Prisma.InputJsonValue));
 
 const stepSpanType = (kind: string): SpanType => (kind === "llm" ? "llm" : kind === "tool" ? "tool" : "step");
 
 /** The execution's own span; a child's hangs under the parent's step that started it. */
-export function executionSpan(e: Execution, kind: WorkflowKind): SpanRow {
+export function executionSpan(e: Execution): SpanRow {
   const parentSpanId = e.parentExecutionId ? spanIdOf(e.parentExecutionId, e.stepKey ?? null) : null;
   const endedAt = isTerminal(e.status) ? (e.completedAt ?? e.cancelledAt ?? e.updatedAt) : null;
   return {
@@ -25,7 +24,8 @@ export function executionSpan(e: Execution, kind: WorkflowKind): SpanRow {
     executionId: e.id,
     parentSpanId,
     name: e.workflowId,
-    spanType: kind,
+    // workflow | agent | tool, as registered when the run was created.
+    spanType: e.workflowType,
     workflowId: e.workflowId,
     status: e.status,
     attributes: {

@@ -1,9 +1,16 @@
-import type { PrismaClient } from "@spool/db";
+import type { Db, Execution, PrismaClient } from "@spool/db";
 import type { Logger } from "@spool/shared";
+import { lockExecution } from "../execution/lock.js";
 import type { StepRecord } from "../runtime/journal.js";
 import { getTrace, listTraces, type TraceFilter } from "./query-traces.js";
-import { type ExecutionRef, ingestSpans, recordSteps, type SpanSink, syncExecution } from "./record-spans.js";
-import { ingestedRow, type SpanRow, type WorkflowKind } from "./span-rows.js";
+import {
+  type ExecutionRef,
+  ingestSpans,
+  recordSteps,
+  type SpanSink,
+  syncExecutionSpans,
+} from "./record-spans.js";
+import { ingestedRow, type SpanRow } from "./span-rows.js";
 
 /** A span as a remote worker sends it (the contract's IngestSpan). */
 export type IngestedSpan = Parameters<typeof ingestedRow>[1];
@@ -31,8 +38,32 @@ export class Traces {
     this.export(await recordSteps(this.prisma, execution, records));
   }
 
-  async syncExecution(executionId: string, kind: WorkflowKind): Promise<void> {
-    this.export(await syncExecution(this.prisma, executionId, kind));
+  /**
+   * Brings an execution's spans up to date on their own (e.g. a run that has been going a while
+   * shows as running). Locks the row first, so it cannot overwrite a newer state written by a
+   * transition that commits meanwhile.
+   */
+  async sync(executionId: string): Promise<void> {
+    const rows = await this.prisma.$transaction(async (tx) => {
+      await lockExecution(tx, executionId);
+      const execution = await tx.execution.findUnique({ where: { id: executionId } });
+      return execution ? syncExecutionSpans(tx, execution) : [];
+    });
+    this.export(rows);
+  }
+
+  /**
+   * The spans of an execution a transition has just written, inside that transition's transaction
+   * (so a client that sees the new status finds a trace that agrees). Returns what to `publish`
+   * once the transaction has committed.
+   */
+  syncInTransaction(tx: Db, execution: Execution): Promise<SpanRow[]> {
+    return syncExecutionSpans(tx, execution);
+  }
+
+  /** Hands committed spans to the sink (OTLP), if any. */
+  publish(rows: SpanRow[]): void {
+    this.export(rows);
   }
 
   /** Spans from a remote worker (the contract's shape), stored under the caller's project. */
@@ -70,4 +101,4 @@ export class Traces {
   }
 }
 
-export type { ExecutionRef, SpanRow, SpanSink, TraceFilter, WorkflowKind };
+export type { ExecutionRef, SpanRow, SpanSink, TraceFilter };
