@@ -16,6 +16,9 @@ export interface ConsumerOptions {
   lockDurationMs: number;
 }
 
+/** How long handed-back jobs get to be marked completed in BullMQ before the worker force-closes. */
+const HAND_BACK_GRACE_MS = 2000;
+
 /** One BullMQ Worker per queue this process serves. */
 export class Consumer {
   private readonly workers: Worker[] = [];
@@ -63,21 +66,24 @@ export class Consumer {
 
   /**
    * Graceful drain: take no new jobs, let in-flight runs finish for up to `timeoutMs`, then hand
-   * the rest back to the queue at once (a new dispatch sequence), instead of letting their job
-   * locks expire.
+   * the rest back to the queue at once (a new dispatch sequence and job) and end their jobs, instead
+   * of letting their job locks expire.
    */
   async drain(timeoutMs: number): Promise<{ finished: boolean; handedBack: number }> {
     const closing = Promise.all(this.workers.map((w) => w.close()));
-    const finished = await Promise.race([
-      closing.then(() => true),
-      new Promise<false>((resolve) => setTimeout(() => resolve(false), timeoutMs).unref()),
-    ]);
-    if (finished) return { finished, handedBack: 0 };
+    const within = (ms: number) =>
+      Promise.race([
+        closing.then(() => true),
+        new Promise<false>((resolve) => setTimeout(() => resolve(false), ms).unref()),
+      ]);
+    if (await within(timeoutMs)) return { finished: true, handedBack: 0 };
     let handedBack = 0;
     for (const run of [...this.inFlight.values()]) {
-      if (await this.o.engine.executions.release(run.executionId, run.dispatchSeq)) handedBack++;
+      if (await this.o.engine.executions.release(run.executionId, run.claim)) handedBack++;
+      run.handBack();
     }
-    await Promise.all(this.workers.map((w) => w.close(true)));
-    return { finished, handedBack };
+    // Their jobs now complete on their own; force-close only if BullMQ cannot finish them.
+    if (!(await within(HAND_BACK_GRACE_MS))) await Promise.all(this.workers.map((w) => w.close(true)));
+    return { finished: false, handedBack };
   }
 }

@@ -1,6 +1,8 @@
 import type { Execution } from "@spool/db";
 import {
   backoffDelay,
+  type Claim,
+  claimOf,
   createRunStream,
   createSpanWriter,
   type Engine,
@@ -17,7 +19,13 @@ const RUN_RETRY_BACKOFF = { initial: 1000, max: 300_000, factor: 2 };
 
 export interface InFlight {
   executionId: string;
-  dispatchSeq: number;
+  claim: Claim;
+  /**
+   * Ends the job now, after a drain handed the run back: BullMQ then completes it normally instead
+   * of keeping it active (and counted against the queue's limit) until its lock expires. The
+   * replay left behind can no longer write: the hand-back bumped the dispatch sequence.
+   */
+  handBack: () => void;
 }
 
 /**
@@ -39,10 +47,14 @@ export async function executeJob(args: {
   const execution = await engine.executions.start(data.executionId, data.dispatchSeq, args.workerId());
   if (!execution) return "stale job skipped";
 
-  args.inFlight.set(execution.id, { executionId: execution.id, dispatchSeq: execution.dispatchSeq });
+  let handBack = () => {};
+  const handedBack = new Promise<string>((resolve) => {
+    handBack = () => resolve("handed back");
+  });
+  args.inFlight.set(execution.id, { executionId: execution.id, claim: claimOf(execution), handBack });
   const runningSpan = showRunningAfterDelay(engine, execution.id, args.logger);
   try {
-    return await runExecution(args, execution, runningSpan.settle);
+    return await Promise.race([runExecution(args, execution, runningSpan.settle), handedBack]);
   } finally {
     await runningSpan.settle();
     args.inFlight.delete(execution.id);
@@ -76,12 +88,12 @@ async function runExecution(
   settleRunningSpan: () => Promise<void>,
 ): Promise<string> {
   const { engine, logger } = args;
-  const seq = execution.dispatchSeq;
+  const claim = claimOf(execution);
   const definition = args.workflows.get(execution.workflowId);
   if (!definition) {
     await engine.executions.fail({
       executionId: execution.id,
-      dispatchSeq: seq,
+      claim,
       error: {
         name: "WorkflowNotLoadedError",
         message: `workflow '${execution.workflowId}' is not loaded by the worker serving queue '${execution.queueName}' (deployment '${execution.deploymentId}')`,
@@ -110,7 +122,7 @@ async function runExecution(
       parentExecutionId: execution.parentExecutionId,
       rootExecutionId: execution.rootExecutionId ?? execution.id,
     },
-    journal: await engine.executions.journal(execution.id, seq),
+    journal: await engine.executions.journal(execution.id, claim),
     logger: {
       info: (m, f) => log.info(f ?? {}, m),
       warn: (m, f) => log.warn(f ?? {}, m),
@@ -126,13 +138,13 @@ async function runExecution(
 
   switch (outcome.type) {
     case "completed":
-      await engine.executions.complete(execution.id, seq, outcome.result);
+      await engine.executions.complete(execution.id, claim, outcome.result);
       return "completed";
     case "failed": {
       const retryDelayMs = outcome.retryable ? backoffDelay(execution.attempt, RUN_RETRY_BACKOFF) : null;
       await engine.executions.fail({
         executionId: execution.id,
-        dispatchSeq: seq,
+        claim,
         error: outcome.error,
         retryDelayMs,
       });
@@ -143,7 +155,7 @@ async function runExecution(
       return outcome.retryable ? "retrying" : "failed";
     }
     case "blocked":
-      await engine.executions.block({ executionId: execution.id, dispatchSeq: seq, waits: outcome.waits });
+      await engine.executions.block({ executionId: execution.id, claim, waits: outcome.waits });
       return "waiting";
     case "aborted":
       log.info({ reason: outcome.reason }, "stopped");

@@ -34,10 +34,11 @@ export async function registerWorker(
   const queues = queuesOf(loaded);
   await client.request("POST", "/workers/queues", {
     deployment_id: deploymentId,
-    queues: queues.map((name) => ({
-      name,
-      concurrency_limit: loaded.queues.get(name)?.concurrencyLimit ?? null,
-    })),
+    // A queue this module does not declare keeps whatever limit is stored for it.
+    queues: queues.map((name) => {
+      const declared = loaded.queues.get(name);
+      return declared ? { name, concurrency_limit: declared.concurrencyLimit ?? null } : { name };
+    }),
   });
   const registered = await client.request<{ worker_id: string; heartbeat_interval_seconds: number }>(
     "POST",

@@ -3,6 +3,7 @@ export { BULL_PREFIX, bullQueueName, Dispatcher, type JobData } from "./dispatch
 export { type DependencyCheck, Engine, type EngineOptions } from "./engine.js";
 export { eventsChannel, type NewEvent, PUBLISH_CHANNEL, type PublishedEvent } from "./events/events.js";
 export { matchesFilter } from "./events/match.js";
+export { type Claim, claimOf } from "./execution/claim.js";
 export { DEFAULT_QUEUE, type RunRequest } from "./execution/create-executions.js";
 export type { RunReceipt } from "./execution/executions.js";
 export { canTransition, TRANSITIONS } from "./execution/statuses.js";

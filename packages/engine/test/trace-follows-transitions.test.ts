@@ -2,6 +2,7 @@
 // run's new status (a polling client, a parent, a `?wait=` request) finds a trace that agrees, with
 // no span write of the worker's own after the fact.
 import { describe, expect, it } from "vitest";
+import { claimOf } from "../src/execution/claim.js";
 import { createTestEngine } from "./engine-fixture.js";
 
 describe("traces follow the execution's transitions", () => {
@@ -15,9 +16,9 @@ describe("traces follow the execution's transitions", () => {
       input: { q: 1 },
     });
     const id = receipt.execution_id;
-    await engine.executions.start(id, 0, null);
+    const started = await engine.executions.start(id, 0, null);
 
-    await engine.executions.complete(id, 0, { text: "done" });
+    await engine.executions.complete(id, claimOf(started!), { text: "done" });
 
     const trace = await engine.traces.get(projectId, id.replaceAll("-", ""));
     expect(trace.root).toMatchObject({
@@ -33,10 +34,10 @@ describe("traces follow the execution's transitions", () => {
     const { engine, projectId } = await createTestEngine();
     const { receipt } = await engine.executions.run(projectId, { workflowId: "wf", input: {} });
     const id = receipt.execution_id;
-    await engine.executions.start(id, 0, null);
+    const started = await engine.executions.start(id, 0, null);
     await engine.executions.block({
       executionId: id,
-      dispatchSeq: 0,
+      claim: claimOf(started!),
       waits: [{ stepKey: "approve", seq: 0, kind: "suspend", wakeAt: null, payload: { ask: "ok?" } }],
     });
 
@@ -48,8 +49,8 @@ describe("traces follow the execution's transitions", () => {
     });
 
     await engine.executions.resume(projectId, id, { ok: true });
-    await engine.executions.start(id, 1, null);
-    await engine.executions.complete(id, 1, { approved: true });
+    const restarted = await engine.executions.start(id, 1, null);
+    await engine.executions.complete(id, claimOf(restarted!), { approved: true });
 
     const done = await engine.traces.get(projectId, id.replaceAll("-", ""));
     expect(done.root.status).toBe("completed");
@@ -63,10 +64,10 @@ describe("traces follow the execution's transitions", () => {
     const { engine, projectId } = await createTestEngine({ workflows: ["parent", "child"] });
     const { receipt } = await engine.executions.run(projectId, { workflowId: "parent", input: {} });
     const id = receipt.execution_id;
-    await engine.executions.start(id, 0, null);
+    const started = await engine.executions.start(id, 0, null);
     await engine.executions.block({
       executionId: id,
-      dispatchSeq: 0,
+      claim: claimOf(started!),
       waits: [
         { stepKey: "sub", seq: 0, kind: "invoke", wakeAt: null, child: { workflowId: "child", input: {} } },
       ],

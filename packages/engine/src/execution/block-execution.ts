@@ -2,6 +2,7 @@ import { type Execution, jsonOrNull, type Prisma } from "@spool/db";
 import { type EngineDeps, TX_OPTIONS } from "../deps.js";
 import { type DispatchRequest, timerJobId } from "../dispatch/dispatcher.js";
 import type { NewWait } from "../runtime/journal.js";
+import { type Claim, heldUnder } from "./claim.js";
 import { createExecutions } from "./create-executions.js";
 import { requeueExecution, resolveWait } from "./resolve-wait.js";
 import { transition } from "./transition.js";
@@ -19,7 +20,7 @@ import { transition } from "./transition.js";
  */
 export async function blockExecution(
   deps: EngineDeps,
-  args: { executionId: string; dispatchSeq: number; waits: NewWait[] },
+  args: { executionId: string; claim: Claim; waits: NewWait[] },
 ): Promise<Execution | null> {
   const suspend = args.waits.find((w) => w.kind === "suspend");
   const outcome = await deps.prisma.$transaction(async (tx) => {
@@ -27,7 +28,7 @@ export async function blockExecution(
       executionId: args.executionId,
       from: ["running"],
       to: suspend ? "suspended" : "waiting",
-      where: { dispatchSeq: args.dispatchSeq },
+      where: heldUnder(args.claim),
       data: { suspendedStepKey: suspend?.stepKey ?? null, workerId: null },
     });
     if (!row) return null;

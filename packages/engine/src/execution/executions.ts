@@ -13,6 +13,7 @@ import { withIdempotency } from "../idempotency/idempotency.js";
 import { createdAfterField } from "../util/keyset.js";
 import { blockExecution } from "./block-execution.js";
 import { cancelExecution } from "./cancel-execution.js";
+import type { Claim } from "./claim.js";
 import { createExecutions, type RunRequest } from "./create-executions.js";
 import { completeExecution, failExecution, releaseExecution } from "./finish-execution.js";
 import { FinishWatcher } from "./finish-watcher.js";
@@ -156,12 +157,12 @@ export class Executions {
     return startExecution(this.deps.prisma, { executionId, dispatchSeq, workerId });
   }
 
-  journal(executionId: string, dispatchSeq: number) {
-    return loadJournal(this.deps.prisma, executionId, dispatchSeq);
+  journal(executionId: string, claim: Claim) {
+    return loadJournal(this.deps.prisma, executionId, claim);
   }
 
-  complete(executionId: string, dispatchSeq: number, result: unknown) {
-    return completeExecution(this.deps, { executionId, dispatchSeq, result });
+  complete(executionId: string, claim: Claim, result: unknown) {
+    return completeExecution(this.deps, { executionId, claim, result });
   }
 
   fail(args: Parameters<typeof failExecution>[1]) {
@@ -172,8 +173,8 @@ export class Executions {
     return blockExecution(this.deps, args);
   }
 
-  release(executionId: string, dispatchSeq?: number) {
-    return releaseExecution(this.deps, { executionId, dispatchSeq });
+  release(executionId: string, claim?: Claim) {
+    return releaseExecution(this.deps, { executionId, claim });
   }
 
   fireTimer(waitId: string) {

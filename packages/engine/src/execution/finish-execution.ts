@@ -3,6 +3,7 @@ import type { SerializedError } from "@spool/shared";
 import { type EngineDeps, TX_OPTIONS } from "../deps.js";
 import type { DispatchRequest } from "../dispatch/dispatcher.js";
 import { afterFinish } from "./after-finish.js";
+import { type Claim, heldUnder } from "./claim.js";
 import { runDispatch } from "./create-executions.js";
 import type { ExecutionStatus } from "./statuses.js";
 import { transition } from "./transition.js";
@@ -10,14 +11,14 @@ import { transition } from "./transition.js";
 /** running → completed. Null when the run was no longer this dispatch's (cancelled, handed back). */
 export async function completeExecution(
   deps: EngineDeps,
-  args: { executionId: string; dispatchSeq: number; result: unknown },
+  args: { executionId: string; claim: Claim; result: unknown },
 ): Promise<Execution | null> {
   const outcome = await deps.prisma.$transaction(async (tx) => {
     const row = await transition(tx, {
       executionId: args.executionId,
       from: ["running"],
       to: "completed",
-      where: { dispatchSeq: args.dispatchSeq },
+      where: heldUnder(args.claim),
       data: {
         result: jsonOrNull(args.result),
         completedAt: new Date(),
@@ -47,12 +48,13 @@ export async function failExecution(
   args: {
     executionId: string;
     error: SerializedError;
-    dispatchSeq?: number;
+    /** The worker's claim; sweeps (e.g. a run timeout) fail a run whoever holds it. */
+    claim?: Claim;
     retryDelayMs?: number | null;
     from?: ExecutionStatus[];
   },
 ): Promise<Execution | null> {
-  const guard = args.dispatchSeq === undefined ? {} : { dispatchSeq: args.dispatchSeq };
+  const guard = heldUnder(args.claim);
   const retry = args.retryDelayMs != null;
   const outcome = await deps.prisma.$transaction(async (tx) => {
     const row = retry
@@ -96,14 +98,14 @@ export async function failExecution(
  */
 export async function releaseExecution(
   deps: EngineDeps,
-  args: { executionId: string; dispatchSeq?: number },
+  args: { executionId: string; claim?: Partial<Claim> },
 ): Promise<Execution | null> {
   const outcome = await deps.prisma.$transaction(async (tx) => {
     const row = await transition(tx, {
       executionId: args.executionId,
       from: ["running"],
       to: "queued",
-      where: args.dispatchSeq === undefined ? {} : { dispatchSeq: args.dispatchSeq },
+      where: heldUnder(args.claim),
       data: { dispatchSeq: { increment: 1 }, workerId: null },
     });
     return row ? { row, spans: await deps.traces.syncInTransaction(tx, row) } : null;

@@ -7,13 +7,10 @@ import {
   type JournalWait,
   type NewStepResult,
 } from "../runtime/journal.js";
+import type { Claim } from "./claim.js";
 
 /** The Postgres-backed journal of one execution, as seen by the worker that runs it. */
-export async function loadJournal(
-  prisma: PrismaClient,
-  executionId: string,
-  dispatchSeq: number,
-): Promise<Journal> {
+export async function loadJournal(prisma: PrismaClient, executionId: string, claim: Claim): Promise<Journal> {
   const [steps, waits] = await Promise.all([
     prisma.stepResult.findMany({ where: { executionId }, orderBy: { seq: "asc" } }),
     prisma.wait.findMany({ where: { executionId, status: "pending" } }),
@@ -26,7 +23,7 @@ export async function loadJournal(
         { stepKey: w.stepKey, seq: w.seq, kind: w.kind, wakeAt: w.wakeAt },
       ]),
     ),
-    saveStep: (step) => saveStep(prisma, executionId, dispatchSeq, step),
+    saveStep: (step) => saveStep(prisma, executionId, claim, step),
   };
 }
 
@@ -53,23 +50,24 @@ const toJournalStep = (s: StepRow): JournalStep => ({
 /**
  * Stores a step result, first completed write wins: a completed row is never overwritten, a failed
  * one (from an earlier attempt) is. Returns the stored row, which is what the workflow continues
- * with. Then checks the execution is still this dispatch's to run; if it was cancelled, timed out or
- * handed to another worker, the result stays stored (the next worker adopts it) and the run aborts.
+ * with. Then checks the execution is still this claim's to run; if it was cancelled, timed out or
+ * handed to another worker (or started again from a redelivered job), the result stays stored (the
+ * next worker adopts it) and the run aborts.
  */
 async function saveStep(
   prisma: PrismaClient,
   executionId: string,
-  dispatchSeq: number,
+  claim: Claim,
   step: NewStepResult,
 ): Promise<JournalStep> {
   const output = step.output === undefined ? null : JSON.stringify(step.output);
   const error = step.error === undefined ? null : JSON.stringify(step.error);
   // Purpose: store the step (never replacing a completed result) and read whether the run is
-  // still this dispatch's, in one round trip. Params: execution, key, seq, kind, status, output,
+  // still this claim's, in one round trip. Params: execution, claim, key, seq, kind, status, output,
   // error, attempts, started_at. Locks: the (execution_id, step_key) index entry. Result: one row
   // (none if the execution is gone); the step columns are null when a completed result already won.
   const [row] = await prisma.$queryRaw<
-    (Partial<StepRow> & { executionStatus: string; executionSeq: number })[]
+    (Partial<StepRow> & { executionStatus: string; executionSeq: number; executionLease: number })[]
   >(
     Prisma.sql`
     WITH saved AS (
@@ -80,18 +78,23 @@ async function saveStep(
       -- a failure only from the current dispatch, or a stale attempt's late failure would land
       -- after a retry cleared failed results and be replayed in the new attempt.
       WHERE ${step.status} = 'completed' OR EXISTS (
-        SELECT 1 FROM executions WHERE id = ${executionId}::uuid AND status = 'running' AND dispatch_seq = ${dispatchSeq})
+        SELECT 1 FROM executions WHERE id = ${executionId}::uuid AND status = 'running'
+          AND dispatch_seq = ${claim.dispatchSeq} AND lease = ${claim.lease})
       ON CONFLICT (execution_id, step_key) DO UPDATE
         SET status = EXCLUDED.status, output = EXCLUDED.output, error = EXCLUDED.error,
             attempts = step_results.attempts + EXCLUDED.attempts, completed_at = EXCLUDED.completed_at
         WHERE step_results.status <> 'completed'
       RETURNING step_key, seq, kind, status, output, error, attempts)
     SELECT s.step_key AS "stepKey", s.seq, s.kind, s.status, s.output, s.error, s.attempts,
-           e.status AS "executionStatus", e.dispatch_seq AS "executionSeq"
+           e.status AS "executionStatus", e.dispatch_seq AS "executionSeq", e.lease AS "executionLease"
     FROM executions e LEFT JOIN saved s ON true
     WHERE e.id = ${executionId}::uuid`,
   );
-  if (row?.executionStatus !== "running" || row.executionSeq !== dispatchSeq) {
+  if (
+    row?.executionStatus !== "running" ||
+    row.executionSeq !== claim.dispatchSeq ||
+    row.executionLease !== claim.lease
+  ) {
     throw new ExecutionAbortedError(
       row?.executionStatus === "running" || row?.executionStatus === "queued"
         ? "execution was handed to another worker"

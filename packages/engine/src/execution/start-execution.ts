@@ -4,7 +4,8 @@ import { transition } from "./transition.js";
 /**
  * A worker claims the execution a job names. Only the job made for the current dispatch sequence
  * may run it: an older job (superseded by a retry, a wake or a hand-back) is stale and skipped.
- * `running` is accepted too: BullMQ redelivers the job of a worker that died mid-run.
+ * `running` is accepted too: BullMQ redelivers the job of a worker that died mid-run (or whose
+ * job lock expired while it lived on: the new lease fences that worker off, see claim.ts).
  */
 export async function startExecution(
   prisma: PrismaClient,
@@ -19,6 +20,6 @@ export async function startExecution(
     from: ["queued", "running"],
     to: "running",
     where: { dispatchSeq: args.dispatchSeq },
-    data: { workerId: args.workerId, startedAt: row.startedAt ?? new Date() },
+    data: { workerId: args.workerId, startedAt: row.startedAt ?? new Date(), lease: { increment: 1 } },
   });
 }

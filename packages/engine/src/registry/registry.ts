@@ -151,6 +151,10 @@ export class Registry {
     return row;
   }
 
+  /**
+   * Upserts queues. A limit that is omitted leaves the stored one as it is (a worker that merely
+   * serves a queue must not lift the limit another one declared); `null` removes it.
+   */
   async registerQueues(
     projectId: string,
     deploymentId: string,
@@ -162,11 +166,12 @@ export class Registry {
         this.prisma.queue.upsert({
           where: { projectId_name: { projectId, name: q.name } },
           create: { projectId, name: q.name, concurrencyLimit: q.concurrencyLimit ?? null },
-          update: { concurrencyLimit: q.concurrencyLimit ?? null },
+          update: q.concurrencyLimit === undefined ? {} : { concurrencyLimit: q.concurrencyLimit },
         }),
       ),
     );
-    // The limit lives in BullMQ (global concurrency) so it holds across every worker replica.
+    // The limit is enforced by BullMQ (global concurrency) so it holds across every worker
+    // replica; Postgres keeps it, and the sweep re-applies it if Redis loses it.
     for (const q of rows) await this.dispatcher.setConcurrency(projectId, q.name, q.concurrencyLimit);
     return rows;
   }

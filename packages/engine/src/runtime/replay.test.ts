@@ -283,6 +283,66 @@ describe("replay", () => {
     };
     expect(await run(wf, journal, null)).toEqual({ type: "aborted", reason: "execution was cancelled" });
   });
+
+  it("after an abort no further step starts, even when the workflow swallows the abort and goes on", async () => {
+    const { ExecutionAbortedError } = await import("./journal.js");
+    const ran: string[] = [];
+    const wf = workflow(async (ctx) => {
+      try {
+        await ctx.step.run("a", () => ran.push("a"));
+      } catch {
+        // swallowed: the workflow tries to keep going on a run that is no longer its own
+      }
+      await ctx.step.run("b", () => ran.push("b"));
+      return "continued";
+    });
+    const journal: Journal = {
+      steps: new Map(),
+      waits: new Map(),
+      saveStep: async () => {
+        throw new ExecutionAbortedError("execution was handed to another worker");
+      },
+    };
+    expect(await run(wf, journal, null)).toEqual({
+      type: "aborted",
+      reason: "execution was handed to another worker",
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(ran).toEqual(["a"]);
+  });
+
+  it("a failing branch is reported only after its running sibling has stored its result", async () => {
+    let finishSibling!: () => void;
+    const siblingGate = new Promise<void>((r) => {
+      finishSibling = r;
+    });
+    const wf = workflow(async (ctx) =>
+      Promise.all([
+        ctx.step.run("slow", async () => {
+          await siblingGate;
+          return "slow done";
+        }),
+        ctx.step.run(
+          "bad",
+          () => {
+            throw new NonRetryableError("bad input");
+          },
+          { retries: 0 },
+        ),
+      ]),
+    );
+    const { journal, stored } = memoryJournal();
+    let outcome: unknown;
+    const replaying = run(wf, journal, null, true).then((o) => {
+      outcome = o;
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(outcome).toBeUndefined(); // "slow" is still running: not reported yet
+    finishSibling();
+    await replaying;
+    expect(outcome).toMatchObject({ type: "failed", retryable: false, error: { message: "bad input" } });
+    expect(stored.get("slow")).toMatchObject({ status: "completed", output: "slow done" });
+  });
 });
 
 describe("replay of failures", () => {

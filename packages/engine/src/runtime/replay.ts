@@ -47,8 +47,12 @@ export interface ReplayOptions<I, O> {
   onStepFinished?: (record: StepRecord) => void;
 }
 
-/** Never settles: the branch of the workflow that awaits it is parked until a later replay. */
-const PARKED = new Promise<never>(() => {});
+/**
+ * Never settles: the branch of the workflow that awaits it is parked until a later replay. A fresh
+ * promise each time: awaiting one shared promise would keep every parked branch's closures
+ * reachable from it for the life of the worker process.
+ */
+const parked = () => new Promise<never>(() => {});
 
 /**
  * Runs a workflow function from the top against its journal. Completed steps return their stored
@@ -69,6 +73,8 @@ class Replay<I, O> {
   private abortReason: string | null = null;
   private infrastructureError: unknown;
   private onBlocked: (() => void) | null = null;
+  private onHalted: (() => void) | null = null;
+  private idleWaiters: (() => void)[] = [];
   private storedStepsToReplay: number;
 
   constructor(private readonly o: ReplayOptions<I, O>) {
@@ -81,6 +87,11 @@ class Replay<I, O> {
     const blocked = new Promise<"blocked">((resolve) => {
       this.onBlocked = () => resolve("blocked");
     });
+    // A halted replay ends now, even if the workflow caught the abort and went on: its new steps
+    // park instead of running (see runStep), so nothing would ever settle it otherwise.
+    const halted = new Promise<"halted">((resolve) => {
+      this.onHalted = () => resolve("halted");
+    });
     const finished = (async () => {
       try {
         const ctx = this.context();
@@ -89,11 +100,16 @@ class Replay<I, O> {
         return { ok: false as const, err };
       }
     })();
-    const first = await Promise.race([finished, blocked]);
+    const first = await Promise.race([finished, blocked, halted]);
+    // A failure (say, one branch of a Promise.all) is reported once the sibling steps still running
+    // have settled and stored their results: a run-level retry must not start them a second time
+    // while the first call is still going.
+    if (typeof first === "object" && !first.ok) await this.whenNoStepRuns();
 
     if (this.infrastructureError !== undefined) throw this.infrastructureError;
     if (this.abortReason !== null) return { type: "aborted", reason: this.abortReason };
     if (first === "blocked") return { type: "blocked", waits: this.waits };
+    if (first === "halted") throw new Error("unreachable: a halt sets an abort reason or an error");
     if (first.ok) return { type: "completed", result: toJson(first.value) };
     if (first.err instanceof ExecutionAbortedError) return { type: "aborted", reason: first.err.message };
     const error = serializeError(first.err, stepKeyOf(first.err));
@@ -211,6 +227,8 @@ class Replay<I, O> {
     // A stored failure replays as that failure (the workflow may have caught it and gone on); a
     // run-level retry clears failed results, so the next attempt runs those steps again.
     if (stored) return this.replayStored(stored) as Awaited<T>;
+    // The run is no longer this replay's (or its database is gone): start nothing new.
+    if (this.halted()) return parked();
     const seq = this.nextSeq++;
     const retries = opts.retries ?? DEFAULT_STEP_RETRIES;
     this.inFlight++;
@@ -238,6 +256,7 @@ class Replay<I, O> {
             throw withStepKey(err, key);
           }
           await delay(backoffDelay(attempt, opts.backoff, err));
+          if (this.halted()) return parked();
           continue;
         }
         const saved = await this.save({
@@ -254,6 +273,7 @@ class Replay<I, O> {
       }
     } finally {
       this.inFlight--;
+      if (this.inFlight === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
       this.scheduleIdleCheck();
     }
   }
@@ -296,14 +316,20 @@ class Replay<I, O> {
     try {
       return await this.o.journal.saveStep(step);
     } catch (err) {
-      if (err instanceof ExecutionAbortedError) this.abortReason = err.message;
+      if (err instanceof ExecutionAbortedError) this.abortReason ??= err.message;
       else this.infrastructureError ??= err;
+      this.onHalted?.();
       throw err;
     }
   }
 
   private halted(): boolean {
     return this.abortReason !== null || this.infrastructureError !== undefined;
+  }
+
+  private whenNoStepRuns(): Promise<void> {
+    if (this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
   private async sleep(key: string, ms: number, until?: Date): Promise<void> {
@@ -332,7 +358,7 @@ class Replay<I, O> {
       wakeAt: open ? open.wakeAt : wait.wakeAt,
     });
     this.scheduleIdleCheck();
-    return PARKED;
+    return parked();
   }
 
   /**

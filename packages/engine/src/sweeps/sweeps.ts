@@ -1,6 +1,7 @@
 import { Prisma } from "@spool/db";
 import type { EngineDeps } from "../deps.js";
 import { runJobId } from "../dispatch/dispatcher.js";
+import { claimOf } from "../execution/claim.js";
 import { runDispatch } from "../execution/create-executions.js";
 import { failExecution, releaseExecution } from "../execution/finish-execution.js";
 import { fireTimer } from "../execution/fire-timer.js";
@@ -16,6 +17,8 @@ export interface SweepOptions {
   batchSize?: number;
   /** A running row this old whose job is gone from BullMQ is released. */
   strandedAfterMs?: number;
+  /** How often queue limits are copied from Postgres to BullMQ (they vanish when Redis does). */
+  queueLimitsEveryMs?: number;
 }
 
 export interface SweepReport {
@@ -34,6 +37,8 @@ export interface SweepReport {
  * once without harm.
  */
 export class Sweeps {
+  private queueLimitsAppliedAt = 0;
+
   constructor(private readonly deps: EngineDeps) {}
 
   async runAll(options: SweepOptions = {}): Promise<SweepReport> {
@@ -45,6 +50,8 @@ export class Sweeps {
       await this.reportFinishedChildren(options),
     ];
     const stranded = await this.releaseStrandedRuns(options);
+    // Routine upkeep, not a repair: not part of the report.
+    await this.applyQueueLimits(options);
     return {
       requeued,
       timersFired,
@@ -54,6 +61,22 @@ export class Sweeps {
       childrenReported,
       stranded,
     };
+  }
+
+  /**
+   * Copies every queue's concurrency limit from Postgres into BullMQ. A restarted or flushed Redis
+   * forgets them, and an unlimited queue would then run as many jobs as there are worker slots.
+   * Cheap and idempotent, but there is no need to do it on every sweep.
+   */
+  async applyQueueLimits({ queueLimitsEveryMs = 30_000 }: SweepOptions = {}): Promise<number> {
+    if (Date.now() - this.queueLimitsAppliedAt < queueLimitsEveryMs) return 0;
+    const queues = await this.deps.prisma.queue.findMany({
+      select: { projectId: true, name: true, concurrencyLimit: true },
+    });
+    for (const q of queues)
+      await this.deps.dispatcher.setConcurrency(q.projectId, q.name, q.concurrencyLimit);
+    this.queueLimitsAppliedAt = Date.now();
+    return queues.length;
   }
 
   /** Queued executions whose BullMQ job may be gone: enqueue again under the same job id. */
@@ -95,13 +118,16 @@ export class Sweeps {
       RETURNING id`);
     // Running executions of any offline worker: just swept, deregistered, or swept by a replica
     // that crashed before releasing them.
-    // Purpose: find them. Locks: none (release is a conditional transition). Result: id, dispatch_seq.
-    const orphaned = await this.deps.prisma.$queryRaw<{ id: string; dispatch_seq: number }[]>(Prisma.sql`
-      SELECT e.id, e.dispatch_seq FROM executions e JOIN workers w ON w.id = e.worker_id
-      WHERE e.status = 'running' AND w.status = 'offline'`);
+    // Purpose: find them. Locks: none (release is a conditional transition on the claim read here,
+    // so a run another worker restarted meanwhile is left alone). Result: id and claim.
+    const orphaned = await this.deps.prisma.$queryRaw<{ id: string; dispatchSeq: number; lease: number }[]>(
+      Prisma.sql`
+      SELECT e.id, e.dispatch_seq AS "dispatchSeq", e.lease FROM executions e JOIN workers w ON w.id = e.worker_id
+      WHERE e.status = 'running' AND w.status = 'offline'`,
+    );
     let released = 0;
     for (const e of orphaned) {
-      if (await releaseExecution(this.deps, { executionId: e.id, dispatchSeq: e.dispatch_seq })) released++;
+      if (await releaseExecution(this.deps, { executionId: e.id, claim: claimOf(e) })) released++;
     }
     return { offline: dead.length, released };
   }
@@ -117,7 +143,7 @@ export class Sweeps {
   }: SweepOptions = {}): Promise<number> {
     const candidates = await this.deps.prisma.execution.findMany({
       where: { status: "running", updatedAt: { lt: new Date(Date.now() - strandedAfterMs) } },
-      select: { id: true, projectId: true, queueName: true, dispatchSeq: true },
+      select: { id: true, projectId: true, queueName: true, dispatchSeq: true, lease: true },
       orderBy: { updatedAt: "asc" },
       take: batchSize,
     });
@@ -127,7 +153,7 @@ export class Sweeps {
         .jobState(e.projectId, e.queueName, runJobId(e.id, e.dispatchSeq))
         .catch(() => "active"); // Redis unreachable: cannot tell, leave it
       if (state !== "active" && state !== "waiting" && state !== "delayed" && state !== "prioritized") {
-        if (await releaseExecution(this.deps, { executionId: e.id, dispatchSeq: e.dispatchSeq })) released++;
+        if (await releaseExecution(this.deps, { executionId: e.id, claim: claimOf(e) })) released++;
       }
     }
     return released;
