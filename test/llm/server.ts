@@ -1,6 +1,9 @@
 // A local stand-in for an LLM: an HTTP server speaking the OpenAI chat-completions protocol (JSON
 // and streamed SSE, text and tool calls), answering from a queue of scripted replies and recording
 // every request. The real AI SDK client talks to it over HTTP; nothing in the client is mocked.
+// Like OpenAI it streams a tool call's JSON arguments in fragments (the client assembles them),
+// sends usage in a stream only when asked (`stream_options.include_usage`), and calls no tools when
+// told `tool_choice: "none"`.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -22,6 +25,11 @@ export interface ScriptedReply {
   delayMs?: number;
   /** When streaming, wait this long between chunks. */
   chunkDelayMs?: number;
+  /**
+   * When streaming, cut the connection after this many text chunks (a network failure mid-answer).
+   * Give `chunkDelayMs` too, so the chunks before the cut reach the client first.
+   */
+  dropAfterChunks?: number;
 }
 
 export interface RecordedRequest {
@@ -31,6 +39,8 @@ export interface RecordedRequest {
     stream?: boolean;
     messages: { role: string; content: unknown; tool_calls?: unknown[]; tool_call_id?: string }[];
     tools?: { type: string; function: { name: string; description?: string; parameters: unknown } }[];
+    tool_choice?: unknown;
+    stream_options?: { include_usage?: boolean };
     [key: string]: unknown;
   };
 }
@@ -91,7 +101,9 @@ export async function startTestLlm(options: TestLlmOptions = {}): Promise<TestLl
       });
     }
     const id = `chatcmpl-${++callSeq}`;
-    const toolCalls = (reply.toolCalls ?? []).map((tc, i) => ({
+    // A model told not to call tools answers in text: a scripted reply's tool calls are left out.
+    const scriptedCalls = body.tool_choice === "none" ? [] : (reply.toolCalls ?? []);
+    const toolCalls = scriptedCalls.map((tc, i) => ({
       id: tc.id ?? `call_${callSeq}_${i + 1}`,
       type: "function" as const,
       function: { name: tc.name, arguments: JSON.stringify(tc.arguments) },
@@ -135,13 +147,26 @@ export async function startTestLlm(options: TestLlmOptions = {}): Promise<TestLl
       });
     chunk({ role: "assistant", content: "" });
     const pieces = reply.chunks ?? (text ? (text.match(/\S+\s*/g) ?? [text]) : []);
-    for (const piece of pieces) {
+    for (const [i, piece] of pieces.entries()) {
       if (reply.chunkDelayMs) await pause(reply.chunkDelayMs);
+      if (i === reply.dropAfterChunks) return void res.destroy();
       chunk({ content: piece });
     }
-    for (const [index, tc] of toolCalls.entries()) chunk({ tool_calls: [{ index, ...tc }] });
+    for (const [index, tc] of toolCalls.entries()) {
+      // As OpenAI does: id and name first with empty arguments, then the JSON in fragments.
+      chunk({
+        tool_calls: [
+          { index, id: tc.id, type: tc.type, function: { name: tc.function.name, arguments: "" } },
+        ],
+      });
+      for (const fragment of fragments(tc.function.arguments)) {
+        chunk({ tool_calls: [{ index, function: { arguments: fragment } }] });
+      }
+    }
     chunk({}, finish);
-    send({ ...base, object: "chat.completion.chunk", choices: [], usage: usageJson });
+    if (body.stream_options?.include_usage) {
+      send({ ...base, object: "chat.completion.chunk", choices: [], usage: usageJson });
+    }
     res.end("data: [DONE]\n\n");
   }
 
@@ -164,6 +189,13 @@ export async function startTestLlm(options: TestLlmOptions = {}): Promise<TestLl
         server.close(() => resolve());
       }),
   };
+}
+
+/** A tool call's JSON arguments in pieces of a few characters, for the client to join. */
+function fragments(json: string, size = 7): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < json.length; i += size) out.push(json.slice(i, i + size));
+  return out;
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown) {

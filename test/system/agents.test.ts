@@ -75,6 +75,8 @@ describe("agents (real API, worker processes and the AI SDK talking to a local t
 
     // The model was told the tool error as a tool result, and saw the system prompt and the tools.
     expect(llm.requests).toHaveLength(3);
+    // Streamed usage is sent only on request (as OpenAI does): the provider must ask for it.
+    expect(llm.requests[0]!.body.stream_options).toEqual({ include_usage: true });
     expect(llm.requests[0]!.body.messages[0]).toMatchObject({
       role: "system",
       content: expect.stringContaining("weather"),
@@ -206,7 +208,11 @@ describe("agents (real API, worker processes and the AI SDK talking to a local t
       const deltas = events.filter((e) => e.event_type === "agent.text_delta").map((e) => e.data.delta);
       expect(deltas).toEqual(words);
       const finish = events.find((e) => e.event_type === "agent.finish")!;
-      expect(finish.data).toMatchObject({ text: words.join(""), stopped: "final_answer" });
+      expect(finish.data).toMatchObject({ text: words.join(""), stopped: "final_answer", step_key: "llm-1" });
+      // Every event names its step and model call (a retried call would stream under a new call_id).
+      expect(new Set(events.map((e) => `${e.data.step_key} ${e.data.call_id}`))).toEqual(
+        new Set([`llm-1 ${finish.data.call_id}`]),
+      );
       expect(events.indexOf(finish)).toBeGreaterThan(
         events.findLastIndex((e) => e.event_type === "agent.text_delta"),
       );

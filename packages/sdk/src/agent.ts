@@ -23,7 +23,7 @@ export interface AgentOptions {
   tools?: ToolDefinition<any, any>[];
   temperature?: number;
   maxOutputTokens?: number;
-  /** Most LLM calls per run (default 10). */
+  /** Most LLM calls per run (default 10); the last one is made with tools withheld, so it answers. */
   maxSteps?: number;
   queue?: string;
   retries?: number;
@@ -36,9 +36,10 @@ const LLM_STEP_RETRIES = 2;
 
 /**
  * Defines an agent: a workflow (kind "agent") that loops "call the model, run the tools it asked
- * for" until the model answers without tool calls or `maxSteps` LLM calls were made. Each LLM call
- * is a durable step (`llm-<n>`), each tool call another (`tool-<n>-<i>-<name>`, in parallel), so a
- * crash resumes after the last finished call and never pays for it twice. Run it with
+ * for" until the model answers without tool calls, or until the `maxSteps`-th LLM call, made with
+ * tools withheld so that it answers (`stopped: "max_steps"`). Each LLM call is a durable step
+ * (`llm-<n>`), each tool call another (`tool-<n>-<i>-<name>`, in parallel), so a crash resumes
+ * after the last finished call and never pays for it twice. Run it with
  * `POST /workflows/{id}/run` and `input: {message}` or `input: {messages: [...]}`.
  */
 export function defineAgent(options: AgentOptions): AgentDefinition {
@@ -89,7 +90,11 @@ async function runAgent(
   const calls: AgentResult["tool_calls"] = [];
   const usage = { input_tokens: 0, output_tokens: 0, total_tokens: 0 };
   for (let turn = 1; ; turn++) {
-    const last = turn >= agent.maxSteps;
+    // The last call the budget allows must answer: with tools offered it could end in tool calls
+    // that nobody runs, and no text. Tools stay described, as the history refers to them.
+    const forced = turn >= agent.maxSteps && agent.tools.length > 0;
+    const stopped = forced ? "max_steps" : "final_answer";
+    const isLast = (r: LlmResponse) => r.tool_calls.length === 0 || forced;
     const sent = [...messages];
     const res: LlmResponse = await ctx.step.llm(
       `llm-${turn}`,
@@ -102,14 +107,19 @@ async function runAgent(
             tools: agent.tools,
             temperature: agent.temperature,
             maxOutputTokens: agent.maxOutputTokens,
+            toolChoice: forced ? "none" : "auto",
           },
           stream,
         );
-        // Published from inside the step, so a replay never announces the end twice.
-        if (r.tool_calls.length === 0 || last) {
-          stream.publish("agent.finish", {
+        // Published from inside the step, so a replay never announces the end twice, and awaited
+        // (the event is written before the step's result is stored), so a worker dying in between
+        // cannot lose it: replay would not publish it again. If the worker dies before the result
+        // is stored, the call is made again and announces its own end under a new call_id.
+        if (isLast(r)) {
+          await stream.publish("agent.finish", {
+            call_id: r.call_id,
             text: r.text,
-            stopped: r.tool_calls.length === 0 ? "final_answer" : "max_steps",
+            stopped,
             usage: addUsage({ ...usage }, r.usage),
           });
         }
@@ -118,10 +128,9 @@ async function runAgent(
       { input: { system: agent.systemPrompt, messages: sent }, retries: LLM_STEP_RETRIES },
     );
     addUsage(usage, res.usage);
-    if (res.tool_calls.length === 0)
-      return { text: res.text, tool_calls: calls, usage, stopped: "final_answer" };
-    // The model still wants tools, but it could not read their results: stop without running them.
-    if (last) return { text: res.text, tool_calls: calls, usage, stopped: "max_steps" };
+    // Tool calls on a forced turn (a model ignoring tool choice "none") are dropped: the model
+    // could not read their results.
+    if (isLast(res)) return { text: res.text, tool_calls: calls, usage, stopped };
 
     messages.push({
       role: "assistant",

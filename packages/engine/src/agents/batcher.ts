@@ -9,6 +9,8 @@ export function createBatcher<T>(
   onError: (err: unknown) => void,
 ) {
   let buffer: T[] = [];
+  // Settles when the batch now being collected has been handed to `write`.
+  let written: { promise: Promise<void>; resolve: () => void } | null = null;
   let timer: NodeJS.Timeout | null = null;
   let chain: Promise<void> = Promise.resolve();
   const flush = (): Promise<void> => {
@@ -16,15 +18,29 @@ export function createBatcher<T>(
     timer = null;
     if (buffer.length > 0) {
       const batch = buffer;
+      const done = written;
       buffer = [];
-      chain = chain.then(() => write(batch).then(() => undefined, onError));
+      written = null;
+      chain = chain.then(() => write(batch).then(() => undefined, onError)).then(done?.resolve);
     }
     return chain;
   };
   return {
-    add(item: T) {
+    /**
+     * Buffers an item. The promise settles (never rejects: failures go to `onError`) once the
+     * item's batch was written, so a caller that must not lose it can await it.
+     */
+    add(item: T): Promise<void> {
       buffer.push(item);
+      if (!written) {
+        let resolve!: () => void;
+        const promise = new Promise<void>((r) => {
+          resolve = () => r();
+        });
+        written = { promise, resolve };
+      }
       timer ??= setTimeout(() => void flush(), intervalMs);
+      return written.promise;
     },
     /** Writes what is buffered and waits for every batch so far. */
     flush,

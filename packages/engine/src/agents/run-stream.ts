@@ -8,6 +8,9 @@ export const STREAM_FLUSH_MS = 50;
 /**
  * The live events of one run (agent text deltas, tool calls, finish), published in order on the
  * run's topic `workflow/<workflow_id>/<execution_id>`, where `GET /events/stream` shows them.
+ * `publish` returns a promise that settles once the event is written: the replay runtime hands it
+ * back to the step, which awaits it for an event that must not be lost (`agent.finish` is awaited
+ * before the LLM step's result is stored).
  */
 export function createRunStream(
   events: Events,

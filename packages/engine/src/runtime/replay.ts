@@ -40,9 +40,10 @@ export interface ReplayOptions<I, O> {
   canRetry: boolean;
   /**
    * Live events of the run (an LLM step's text deltas, tool calls). The worker batches them onto
-   * the run's topic; the runtime stays free of the engine and its database.
+   * the run's topic; the runtime stays free of the engine and its database. The returned promise
+   * (settled once the event is written) is handed back to the step, which may await it.
    */
-  publish?: (event: { eventType: string; data: Record<string, unknown> }) => void;
+  publish?: (event: { eventType: string; data: Record<string, unknown> }) => void | Promise<void>;
   /** Each step this replay executed (replayed ones are not reported again): the worker traces them. */
   onStepFinished?: (record: StepRecord) => void;
 }

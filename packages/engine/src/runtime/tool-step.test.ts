@@ -63,7 +63,9 @@ function run<O>(handler: (ctx: WorkflowContext<unknown>) => Promise<O>, journal:
     journal,
     logger,
     canRetry: false,
-    publish: (e) => published.push(e),
+    publish: (e) => {
+      published.push(e);
+    },
     onStepFinished: (r) => reported.push(r),
   });
   return { outcome, reported, published };

@@ -1,5 +1,6 @@
 // One LLM call through the Vercel AI SDK, streamed: text deltas and tool calls are published live,
 // and the whole response is returned for the `llm` step to store.
+import { randomUUID } from "node:crypto";
 import type { LlmResponse, LlmToolCall, ModelConfig, StepStream, ToolDefinition } from "@spool/shared";
 import { NonRetryableError } from "@spool/shared";
 import { APICallError, jsonSchema, type ModelMessage, streamText, type ToolSet, tool } from "ai";
@@ -13,6 +14,8 @@ export interface ModelCall {
   tools: ToolDefinition[];
   temperature?: number;
   maxOutputTokens?: number;
+  /** "none": the tools stay described (the history holds calls of them) but the model must answer. */
+  toolChoice?: "auto" | "none";
 }
 
 /** Function names providers accept (OpenAI: ^[a-zA-Z0-9_-]{1,64}$); tool ids may hold `.:/`. */
@@ -24,8 +27,16 @@ export function toolJsonSchema(t: ToolDefinition): Record<string, unknown> {
   return schema;
 }
 
+/**
+ * Every event carries a fresh `call_id` (the runtime adds `step_key`): a retried attempt, or a call
+ * re-run because the worker died before its result was stored, streams under the same step key
+ * again, and the id lets a client drop what the superseded call had streamed.
+ */
 export async function callModel(call: ModelCall, stream: StepStream): Promise<LlmResponse> {
   const resolved = resolveModelConfig(call.model);
+  const callId = randomUUID();
+  const publish = (eventType: string, data: Record<string, unknown>) =>
+    void stream.publish(eventType, { call_id: callId, ...data });
   const tools: ToolSet = {};
   for (const t of call.tools) {
     // No `execute`: the AI SDK stops at the tool calls, and Spool runs each one as its own step.
@@ -39,6 +50,7 @@ export async function callModel(call: ModelCall, stream: StepStream): Promise<Ll
     system: call.system,
     messages: call.messages,
     tools,
+    toolChoice: call.toolChoice,
     temperature: call.temperature,
     maxOutputTokens: call.maxOutputTokens,
     // The step's own retries (with backoff, recorded as attempts) replace the client's.
@@ -53,12 +65,12 @@ export async function callModel(call: ModelCall, stream: StepStream): Promise<Ll
     switch (part.type) {
       case "text-delta":
         text += part.text;
-        stream.publish("agent.text_delta", { delta: part.text });
+        publish("agent.text_delta", { delta: part.text });
         break;
       case "tool-call": {
         const tc = { tool_call_id: part.toolCallId, tool_name: part.toolName, input: part.input ?? {} };
         toolCalls.push(tc);
-        stream.publish("agent.tool_call", { ...tc });
+        publish("agent.tool_call", { ...tc });
         break;
       }
       case "finish":
@@ -82,8 +94,9 @@ export async function callModel(call: ModelCall, stream: StepStream): Promise<Ll
     finish_reason: finishReason,
     provider: resolved.provider,
     model: resolved.model,
+    call_id: callId,
   };
-  stream.publish("agent.llm_finish", { finish_reason: finishReason, usage, tool_calls: toolCalls.length });
+  publish("agent.llm_finish", { finish_reason: finishReason, usage, tool_calls: toolCalls.length });
   return response;
 }
 

@@ -91,9 +91,14 @@ export interface StepApi {
   agent<I, O>(key: string, agent: WorkflowDefinition<I, O>, input: I): Promise<O>;
 }
 
-/** Live events of a running step, published on the run's topic `workflow/<workflow_id>/<execution_id>`. */
+/**
+ * Live events of a running step, published on the run's topic `workflow/<workflow_id>/<execution_id>`
+ * with the step's `step_key` added. They are batched; the worker's `publish` returns a promise that
+ * settles once the event's batch is written, so a step can make an event durable before its result
+ * is stored by awaiting it.
+ */
 export interface StepStream {
-  publish(eventType: string, data: Record<string, unknown>): void;
+  publish(eventType: string, data: Record<string, unknown>): void | Promise<void>;
 }
 
 export interface LlmUsage {
@@ -116,6 +121,11 @@ export interface LlmResponse {
   finish_reason: string;
   provider?: string;
   model?: string;
+  /**
+   * Id of the model call that produced this response; its live events carry the same `call_id`.
+   * Events of the step with another `call_id` came from an attempt that was retried or lost.
+   */
+  call_id?: string;
 }
 
 export interface LlmStepOptions extends StepRunOptions {
@@ -167,7 +177,10 @@ export class ToolRejectedError extends NonRetryableError {
 export interface ModelConfig {
   provider: "openai" | "anthropic" | "openai-compatible";
   model: string;
-  /** Default: `SPOOL_LLM_BASE_URL`, else the provider's own. Required for "openai-compatible". */
+  /**
+   * "openai-compatible": required, default `SPOOL_LLM_BASE_URL`. "openai" and "anthropic": default
+   * the provider's own URL (never `SPOOL_LLM_BASE_URL`, which would send their key to another host).
+   */
   baseUrl?: string;
   /** Environment variable holding the key (default: OPENAI_API_KEY / ANTHROPIC_API_KEY / SPOOL_LLM_API_KEY). */
   apiKeyEnv?: string;
@@ -204,7 +217,10 @@ export interface AgentResult {
   text: string;
   tool_calls: (LlmToolCall & { output?: unknown; error?: string })[];
   usage: LlmUsage;
-  /** "final_answer", or "max_steps" when the step budget ran out first. */
+  /**
+   * "final_answer": the model answered on its own. "max_steps": the budget ran out, so the last
+   * allowed LLM call was made with tools withheld (tool choice "none") and its text is the answer.
+   */
   stopped: "final_answer" | "max_steps";
 }
 
