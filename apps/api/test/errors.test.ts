@@ -1,10 +1,27 @@
+import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createTestApi, expectError } from "./harness.js";
+import {
+  BODY_CASES,
+  FORGED_TIME_CURSORS,
+  ID_KEYED_LISTS,
+  ID_ONLY_BODIES,
+  NUL,
+  NUL_ID_CURSOR,
+  OFFSET_DATES,
+  withValue,
+  YEAR_0,
+} from "./hostile-values.js";
 
 const api = createTestApi({ maxBodyBytes: 4096 });
 
+interface OpenApiParam {
+  name: string;
+  in: string;
+  schema?: { type?: string; format?: string; pattern?: string; enum?: unknown[] };
+}
 interface OpenApiDoc {
-  paths: Record<string, Record<string, { requestBody?: unknown }>>;
+  paths: Record<string, Record<string, { requestBody?: unknown; parameters?: OpenApiParam[] }>>;
 }
 
 describe("error contract", () => {
@@ -101,5 +118,127 @@ describe("error contract", () => {
       }
     }
     expect(requests).toBeGreaterThan(200);
+  });
+
+  describe("hostile values in well-shaped input", () => {
+    const ids: Record<string, string> = {
+      deployment_id: "d1",
+      workflow_id: "wf",
+      agent_id: "ag",
+      tool_id: "t1",
+      execution_id: randomUUID(),
+      key_id: randomUUID(),
+      trigger_id: randomUUID(),
+      trace_id: "0b6f5c9e6d1c4f5e9d6b2f0d1e6a7c11",
+    };
+    /** Query params a route needs before it looks at the hostile one. */
+    const BASE_QUERY: Record<string, Record<string, string>> = {
+      "/api/v1/events": { topic: "t" },
+      "/api/v1/events/stream": { topic: "t" },
+      "/api/v1/workers/status": { deployment_id: "d1" },
+    };
+    const call = (method: string, path: string, body?: unknown, admin = false) =>
+      api.request(path, {
+        method,
+        key: admin ? api.adminKey : p.key,
+        projectId: p.projectId,
+        ...(body === undefined ? {} : { json: body }),
+      });
+    const concrete = (path: string) =>
+      path.replace(/\{([^}]+)\}/g, (_, name: string) => {
+        const id = ids[name];
+        if (!id) throw new Error(`no fixture id for {${name}}`);
+        return encodeURIComponent(id);
+      });
+
+    /** Undefined when the answer is a 400 INVALID_INPUT naming `field`; else what came instead. */
+    async function problemOf(res: Response, field: string): Promise<string | undefined> {
+      if (res.headers.get("content-type")?.startsWith("text/event-stream")) {
+        await res.body?.cancel();
+        return `${res.status} event stream`;
+      }
+      const text = await res.text();
+      const body = JSON.parse(text) as { error_type?: string; details?: { path?: string }[] };
+      const named = (body.details ?? []).some((d) => d.path === field || d.path?.startsWith(`${field}.`));
+      return res.status === 400 && body.error_type === "INVALID_INPUT" && named
+        ? undefined
+        : `${res.status} ${text}`;
+    }
+
+    beforeAll(async () => {
+      ids.project_id = p.projectId;
+      await call("POST", "/api/v1/workers/deployments", { deployment_id: "d1" });
+      await call("POST", "/api/v1/workers/deployments/d1/workflows", { workflow_id: "wf" });
+      const worker = await call("POST", "/api/v1/workers/register", { deployment_id: "d1", mode: "queue" });
+      ids.worker_id = ((await worker.json()) as { worker_id: string }).worker_id;
+      const schedule = await call("POST", "/api/v1/schedules", { workflow_id: "wf", cron: "0 9 * * *" });
+      ids.schedule_id = ((await schedule.json()) as { schedule_id: string }).schedule_id;
+    });
+
+    it("every body route refuses NUL, bad Unicode, deep JSON, 32-bit overflow and year 0 (400, field named)", async () => {
+      const doc = (await (await api.request("/api/v1/openapi.json")).json()) as OpenApiDoc;
+      const bodyRoutes = Object.entries(doc.paths).flatMap(([path, ops]) =>
+        Object.entries(ops)
+          .filter(([, op]) => op.requestBody)
+          .map(([method]) => `${method.toUpperCase()} ${path}`),
+      );
+      const covered = new Set([...BODY_CASES.map((c) => c.route), ...ID_ONLY_BODIES]);
+      expect(bodyRoutes.filter((r) => !covered.has(r))).toEqual([]);
+
+      const failures: string[] = [];
+      for (const { route, admin, base, hostile } of BODY_CASES) {
+        const [method = "", path = ""] = route.split(" ");
+        for (const [field, values] of Object.entries(hostile)) {
+          for (const { value, at } of values) {
+            const res = await call(method, concrete(path), withValue(base, field, value), admin);
+            const problem = await problemOf(res, at ? `${field}.${at}` : field);
+            if (problem) failures.push(`${route} ${field}=${JSON.stringify(value).slice(0, 60)}: ${problem}`);
+          }
+        }
+      }
+      expect(failures).toEqual([]);
+    });
+
+    it("every query refuses NUL text, dates outside years 1-9999 and forged cursors (400, param named)", async () => {
+      const doc = (await (await api.request("/api/v1/openapi.json")).json()) as OpenApiDoc;
+      const hostileValues = (path: string, { name, schema = {} }: OpenApiParam): string[] => {
+        if (name === "cursor") {
+          return ID_KEYED_LISTS.includes(path) ? [NUL_ID_CURSOR] : [...FORGED_TIME_CURSORS, NUL_ID_CURSOR];
+        }
+        if (schema.format === "date-time") return [YEAR_0, ...OFFSET_DATES];
+        const freeText = schema.type === "string" && !schema.pattern && !schema.enum && !schema.format;
+        return freeText ? [NUL] : [];
+      };
+      const failures: string[] = [];
+      const swept: string[] = [];
+      for (const [path, ops] of Object.entries(doc.paths)) {
+        for (const param of ops.get?.parameters?.filter((q) => q.in === "query") ?? []) {
+          const values = hostileValues(path, param);
+          if (values.length > 0) swept.push(`${path} ${param.name}`);
+          for (const value of values) {
+            const query = new URLSearchParams({ ...BASE_QUERY[path], [param.name]: value });
+            const res = await call("GET", `${concrete(path)}?${query}`);
+            const problem = await problemOf(res, param.name);
+            if (problem) failures.push(`GET ${path} ${param.name}=${JSON.stringify(value)}: ${problem}`);
+          }
+        }
+      }
+      expect(swept).toEqual(
+        expect.arrayContaining([
+          "/api/v1/executions created_after",
+          "/api/v1/executions created_before",
+          "/api/v1/executions cursor",
+          "/api/v1/traces start_time",
+          "/api/v1/traces end_time",
+          "/api/v1/traces root_span_name",
+          "/api/v1/traces cursor",
+          "/api/v1/events topic",
+          "/api/v1/events/stream topic",
+          "/api/v1/deployments cursor",
+          "/api/v1/projects/{project_id}/api-keys cursor",
+        ]),
+      );
+      expect(failures).toEqual([]);
+    });
   });
 });

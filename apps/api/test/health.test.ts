@@ -1,4 +1,5 @@
-import { describe, expect, it } from "vitest";
+import { type AddressInfo, createServer, type Socket } from "node:net";
+import { afterAll, describe, expect, it } from "vitest";
 import { createTestApi } from "./harness.js";
 
 describe("health", () => {
@@ -23,6 +24,25 @@ describe("health", () => {
     const body = (await res.json()) as { status: string; checks: { postgres: string; redis: string } };
     expect(body.status).toBe("unhealthy");
     expect(body.checks.postgres).toBe("ok");
-    expect(body.checks.redis).toMatch(/^error: /);
+    // The driver's message ("connect ECONNREFUSED 127.0.0.1:1") stays in the log: no auth here.
+    expect(body.checks.redis).toBe("error: unreachable");
+    expect(JSON.stringify(body)).not.toMatch(/127\.0\.0\.1|ECONNREFUSED/);
+  });
+
+  it("is 503 naming a timeout when redis accepts connections but never answers", async () => {
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const { port } = silent.address() as AddressInfo;
+    const api = createTestApi({ redisUrl: `redis://127.0.0.1:${port}` });
+    // Registered after the harness's hook, so it runs first: the client's quit then fails fast.
+    afterAll(() => {
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+    });
+    const res = await api.request("/api/v1/health");
+    expect(res.status).toBe(503);
+    const body = (await res.json()) as { checks: { postgres: string; redis: string } };
+    expect(body.checks).toEqual({ postgres: "ok", redis: "error: timeout" });
   });
 });

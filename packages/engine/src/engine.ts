@@ -1,5 +1,5 @@
 import type { PrismaClient } from "@spool/db";
-import type { Logger } from "@spool/shared";
+import type { DependencyStatus, Logger } from "@spool/shared";
 import type { Redis } from "ioredis";
 import type { EngineDeps } from "./deps.js";
 import { Dispatcher } from "./dispatch/dispatcher.js";
@@ -26,7 +26,8 @@ export interface EngineOptions {
   clock?: () => Date;
 }
 
-export type DependencyCheck = "ok" | `error: ${string}`;
+/** A dependency's health: the kind of failure only (the driver's message is logged, not returned). */
+export type DependencyCheck = DependencyStatus;
 
 /**
  * The durable-execution core shared by api, worker and scheduler. Apps hold one Engine and call its
@@ -35,6 +36,7 @@ export type DependencyCheck = "ok" | `error: ${string}`;
 export class Engine {
   readonly prisma: PrismaClient;
   readonly redis: Redis;
+  private readonly logger: Logger;
   readonly projects: Projects;
   readonly registry: Registry;
   readonly workers: Workers;
@@ -51,6 +53,7 @@ export class Engine {
   constructor(options: EngineOptions) {
     this.prisma = options.prisma;
     this.redis = options.redis;
+    this.logger = options.logger;
     this.dispatcher = new Dispatcher({ redisUrl: options.redisUrl, logger: options.logger });
     this.traces = new Traces(options.prisma, options.logger);
     const deps: EngineDeps = {
@@ -79,27 +82,43 @@ export class Engine {
     await this.traces.close();
   }
 
-  /** Liveness of both dependencies, each bounded so a hung dependency cannot hang the caller. */
+  /**
+   * Liveness of both dependencies, each bounded so a hung dependency cannot hang the caller. The
+   * result may be shown without auth (health endpoint), so a failure's detail, which can name hosts,
+   * ports and users, only goes to the log.
+   */
   async checkDependencies(timeoutMs = 2000): Promise<{ postgres: DependencyCheck; redis: DependencyCheck }> {
     const [postgres, redis] = await Promise.all([
-      check(() => this.prisma.$queryRaw`SELECT 1`, timeoutMs),
-      check(() => this.redis.ping(), timeoutMs),
+      this.check("postgres", () => this.prisma.$queryRaw`SELECT 1`, timeoutMs),
+      this.check("redis", () => this.redis.ping(), timeoutMs),
     ]);
     return { postgres, redis };
   }
-}
 
-async function check(probe: () => Promise<unknown>, timeoutMs: number): Promise<DependencyCheck> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-  });
-  try {
-    await Promise.race([probe(), timeout]);
-    return "ok";
-  } catch (err) {
-    return `error: ${err instanceof Error ? err.message.split("\n")[0] : String(err)}`;
-  } finally {
-    clearTimeout(timer);
+  private async check(
+    name: string,
+    probe: () => Promise<unknown>,
+    timeoutMs: number,
+  ): Promise<DependencyCheck> {
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = Symbol("timed out");
+    const timeout = new Promise<typeof timedOut>((resolve) => {
+      timer = setTimeout(() => resolve(timedOut), timeoutMs);
+    });
+    try {
+      if ((await Promise.race([probe(), timeout])) === timedOut) {
+        this.logger.warn({ dependency: name, timeout_ms: timeoutMs }, "dependency check timed out");
+        return "error: timeout";
+      }
+      return "ok";
+    } catch (err) {
+      this.logger.warn(
+        { dependency: name, err: err instanceof Error ? err.message : String(err) },
+        "dependency check failed",
+      );
+      return "error: unreachable";
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }

@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { invalidInput } from "./errors.js";
+import { isStorableDate, isStorableText } from "./schemas/common.js";
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 500;
@@ -37,6 +38,12 @@ export function encodeCursor(cursor: KeysetCursor): string {
   return Buffer.from(JSON.stringify(cursor)).toString("base64url");
 }
 
+const invalidCursor = () =>
+  invalidInput("cursor is not valid; pass the next_cursor of a previous page", [
+    { path: "cursor", message: "invalid cursor" },
+  ]);
+
+/** Cursors are client-held, so decoding checks they can reach Postgres (no NUL in a text key). */
 export function decodeCursor(raw: string | undefined): KeysetCursor | undefined {
   if (raw === undefined || raw === "") return undefined;
   try {
@@ -46,17 +53,16 @@ export function decodeCursor(raw: string | undefined): KeysetCursor | undefined 
       parsed !== null &&
       "k" in parsed &&
       "id" in parsed &&
-      (typeof parsed.k === "string" || typeof parsed.k === "number") &&
-      typeof parsed.id === "string"
+      (typeof parsed.k === "number" || (typeof parsed.k === "string" && isStorableText(parsed.k))) &&
+      typeof parsed.id === "string" &&
+      isStorableText(parsed.id)
     ) {
       return { k: parsed.k, id: parsed.id };
     }
   } catch {
     // fall through
   }
-  throw invalidInput("cursor is not valid; pass the next_cursor of a previous page", [
-    { path: "cursor", message: "invalid cursor" },
-  ]);
+  throw invalidCursor();
 }
 
 /** Splits `limit + 1` fetched rows into a page and the cursor of the next one. */
@@ -81,11 +87,7 @@ export function decodeTimeCursor(
   if (!cursor) return undefined;
   const at = new Date(String(cursor.k));
   const idOk = options.uuidId === false ? cursor.id.length <= 400 : z.uuid().safeParse(cursor.id).success;
-  if (Number.isNaN(at.getTime()) || !idOk) {
-    throw invalidInput("cursor is not valid; pass the next_cursor of a previous page", [
-      { path: "cursor", message: "invalid cursor" },
-    ]);
-  }
+  if (!isStorableDate(at) || !idOk) throw invalidCursor();
   return { at, id: cursor.id };
 }
 

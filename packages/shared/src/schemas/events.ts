@@ -1,16 +1,16 @@
 import { z } from "@hono/zod-openapi";
 import { ClientId, Uuid } from "../ids.js";
-import { JsonObject, JsonValue, Timestamp } from "./common.js";
+import { JsonObject, JsonValue, Text, Timestamp } from "./common.js";
 
-export const Topic = z.string().min(1).max(500).openapi({ example: "orders" });
+export const Topic = Text.min(1).max(500).openapi({ example: "orders" });
 
 export const PublishEventsBody = z
   .object({
     topic: Topic,
     data: JsonObject.optional().openapi({ description: "One event's data (or use `events`)" }),
-    event_type: z.string().max(200).nullish(),
+    event_type: Text.max(200).nullish(),
     events: z
-      .array(z.object({ event_type: z.string().max(200).nullish(), data: JsonObject }))
+      .array(z.object({ event_type: Text.max(200).nullish(), data: JsonObject }))
       .min(1)
       .max(1000)
       .optional(),

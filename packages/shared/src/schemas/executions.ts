@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { EXECUTION_STATUSES } from "../execution-status.js";
 import { ClientId, Uuid } from "../ids.js";
 import { NextCursor } from "../pagination.js";
-import { JsonObject, JsonValue, NullableTimestamp, Timestamp } from "./common.js";
+import { JsonObject, JsonValue, NullableTimestamp, OffsetTimestamp, Text, Timestamp } from "./common.js";
 
 export const ExecutionParams = z.object({
   execution_id: z.string().openapi({ param: { name: "execution_id", in: "path" } }),
@@ -12,7 +12,7 @@ export const ExecutionParams = z.object({
 const RunOptions = {
   deployment_id: ClientId.nullish(),
   queue_name: ClientId.nullish(),
-  concurrency_key: z.string().max(500).nullish(),
+  concurrency_key: Text.max(500).nullish(),
   run_timeout_seconds: z
     .number()
     .int()
@@ -20,11 +20,11 @@ const RunOptions = {
     .max(365 * 86400)
     .nullish(),
   initial_state: JsonObject.nullish(),
-  session_id: z.string().max(500).nullish(),
-  user_id: z.string().max(500).nullish(),
+  session_id: Text.max(500).nullish(),
+  user_id: Text.max(500).nullish(),
   parent_execution_id: Uuid.nullish(),
   root_execution_id: Uuid.nullish(),
-  step_key: z.string().max(500).nullish(),
+  step_key: Text.max(500).nullish(),
   wait_for_subworkflow: z.boolean().nullish(),
 };
 
@@ -112,8 +112,8 @@ export const ListExecutionsQuery = z.object({
   status: ExecutionStatusEnum.optional(),
   queue_name: ClientId.optional(),
   parent_execution_id: Uuid.optional(),
-  created_after: z.iso.datetime({ offset: true }).optional(),
-  created_before: z.iso.datetime({ offset: true }).optional(),
+  created_after: OffsetTimestamp.optional(),
+  created_before: OffsetTimestamp.optional(),
 });
 
 export const ListExecutionsResponse = z
@@ -148,9 +148,7 @@ export const CancelExecutionResponse = z
   .openapi("CancelExecutionResponse");
 
 export const IdempotencyHeaders = z.object({
-  "Idempotency-Key": z
-    .string()
-    .min(1)
+  "Idempotency-Key": Text.min(1)
     .max(255)
     .optional()
     .openapi({ param: { in: "header" }, description: "A repeat within 24 h returns the first response" }),

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { Uuid } from "../ids.js";
 import { NextCursor } from "../pagination.js";
-import { NullableTimestamp, Timestamp } from "./common.js";
+import { NullableTimestamp, Text, Timestamp } from "./common.js";
 
 export const ProjectParams = z.object({
   project_id: z
@@ -11,8 +11,8 @@ export const ProjectParams = z.object({
 
 export const CreateProjectBody = z
   .object({
-    name: z.string().trim().min(1).max(200),
-    description: z.string().max(2000).nullish(),
+    name: Text.trim().min(1).max(200),
+    description: Text.max(2000).nullish(),
   })
   .openapi("CreateProjectBody");
 
@@ -30,9 +30,7 @@ export const ListProjectsResponse = z
   .object({ projects: z.array(ProjectResponse), next_cursor: NextCursor })
   .openapi("ListProjectsResponse");
 
-export const CreateApiKeyBody = z
-  .object({ name: z.string().trim().min(1).max(200) })
-  .openapi("CreateApiKeyBody");
+export const CreateApiKeyBody = z.object({ name: Text.trim().min(1).max(200) }).openapi("CreateApiKeyBody");
 
 export const CreateApiKeyResponse = z
   .object({

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { ClientId } from "../ids.js";
 import { NextCursor } from "../pagination.js";
-import { JsonObject, Timestamp } from "./common.js";
+import { JsonObject, MAX_INT4, Text, Timestamp } from "./common.js";
 
 export const WORKFLOW_TYPES = ["workflow", "agent", "tool"] as const;
 
@@ -88,15 +88,15 @@ export const RegisterAgentBody = z
   .object({
     id: ClientId,
     deployment_id: ClientId.nullish(),
-    provider: z.string().min(1).max(100),
-    model: z.string().min(1).max(200),
-    system_prompt: z.string().max(100_000).nullish(),
+    provider: Text.min(1).max(100),
+    model: Text.min(1).max(200),
+    system_prompt: Text.max(100_000).nullish(),
     tools: z
       .array(z.union([ClientId, JsonObject]))
       .max(500)
       .nullish(),
     temperature: z.number().min(0).max(2).nullish(),
-    max_output_tokens: z.number().int().min(1).nullish(),
+    max_output_tokens: z.number().int().min(1).max(MAX_INT4).nullish(),
     config: JsonObject.nullish(),
     metadata: JsonObject.nullish(),
   })
@@ -126,8 +126,8 @@ export const RegisterToolBody = z
   .object({
     id: ClientId,
     deployment_id: ClientId.nullish(),
-    tool_type: z.string().min(1).max(100).nullish(),
-    description: z.string().max(10_000).nullish(),
+    tool_type: Text.min(1).max(100).nullish(),
+    description: Text.max(10_000).nullish(),
     parameters: JsonObject.nullish().openapi({ description: "JSON Schema of the tool's input" }),
     metadata: JsonObject.nullish(),
   })

@@ -1,27 +1,21 @@
 import { z } from "@hono/zod-openapi";
 import { ClientId, Uuid } from "../ids.js";
 import { NextCursor } from "../pagination.js";
-import { JsonObject, NullableTimestamp, Timestamp } from "./common.js";
+import { JsonObject, NullableTimestamp, Text, Timestamp } from "./common.js";
 
 export const OVERLAP_POLICIES = ["skip", "buffer_one", "allow_all"] as const;
 
-const Cron = z
-  .string()
-  .min(1)
+const Cron = Text.min(1)
   .max(200)
   .openapi({ example: "0 9 * * 1-5", description: "5 fields, Unix day-of-week" });
-const Timezone = z
-  .string()
-  .min(1)
-  .max(100)
-  .openapi({ example: "Europe/Berlin", description: "IANA timezone" });
+const Timezone = Text.min(1).max(100).openapi({ example: "Europe/Berlin", description: "IANA timezone" });
 
 export const CreateScheduleBody = z
   .object({
     workflow_id: ClientId,
     cron: Cron,
     timezone: Timezone.default("UTC"),
-    key: z.string().min(1).max(200).default("global"),
+    key: Text.min(1).max(200).default("global"),
     input: JsonObject.optional(),
     overlap_policy: z.enum(OVERLAP_POLICIES).default("skip"),
     catchup_window_seconds: z

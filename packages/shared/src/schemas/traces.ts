@@ -4,7 +4,7 @@ import { z } from "@hono/zod-openapi";
 import { EXECUTION_STATUSES } from "../execution-status.js";
 import { ClientId } from "../ids.js";
 import { NextCursor, PageQuery } from "../pagination.js";
-import { JsonObject, JsonValue, NullableTimestamp, Timestamp } from "./common.js";
+import { JsonObject, JsonValue, NullableTimestamp, Text, Timestamp } from "./common.js";
 
 export const SPAN_TYPES = ["workflow", "step", "agent", "llm", "tool", "custom"] as const;
 export type SpanType = (typeof SPAN_TYPES)[number];
@@ -36,7 +36,7 @@ export const ListTracesQuery = PageQuery.extend({
   has_error: booleanQuery
     .optional()
     .openapi({ description: "Only traces whose root run failed (or did not)" }),
-  root_span_name: z.string().min(1).max(500).optional(),
+  root_span_name: Text.min(1).max(500).optional(),
 });
 
 export const TraceSummary = z
@@ -88,7 +88,7 @@ export const IngestSpan = z
     trace_id: TraceId,
     span_id: SpanId,
     parent_span_id: SpanId.nullish(),
-    name: z.string().min(1).max(500),
+    name: Text.min(1).max(500),
     span_type: z.enum(SPAN_TYPES),
     attributes: JsonObject.optional().openapi({
       description:

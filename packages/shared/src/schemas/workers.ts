@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { ClientId, Uuid } from "../ids.js";
 import { NextCursor } from "../pagination.js";
-import { Timestamp } from "./common.js";
+import { isStorableText, MAX_INT4, Text, Timestamp, UNSTORABLE_TEXT } from "./common.js";
 
 export const WORKER_MODES = ["queue", "push", "pull"] as const;
 export const WORKER_STATUSES = ["online", "offline", "draining"] as const;
@@ -12,7 +12,7 @@ export const WorkerParams = z.object({
 
 export const WorkerCapabilities = z
   .object({
-    runtime: z.string().max(100).nullish(),
+    runtime: Text.max(100).nullish(),
     workflow_ids: z.array(ClientId).max(10_000).nullish(),
     agent_ids: z.array(ClientId).max(10_000).nullish(),
     tool_ids: z.array(ClientId).max(10_000).nullish(),
@@ -26,8 +26,9 @@ export const RegisterWorkerBody = z
     mode: z.enum(WORKER_MODES),
     capabilities: WorkerCapabilities.nullish(),
     max_concurrent_executions: z.number().int().min(1).max(100_000).nullish(),
-    push_endpoint_url: z.url().max(2000).nullish(),
-    hostname: z.string().max(255).nullish(),
+    // z.url() passes a NUL in the path through (the URL parser would percent-encode it).
+    push_endpoint_url: z.url().max(2000).refine(isStorableText, UNSTORABLE_TEXT).nullish(),
+    hostname: Text.max(255).nullish(),
   })
   .openapi("RegisterWorkerBody");
 
@@ -36,7 +37,15 @@ export const RegisterWorkerResponse = z
   .openapi("RegisterWorkerResponse");
 
 export const HeartbeatBody = z
-  .object({ running: z.number().int().min(0).nullish().openapi({ description: "Executions running now" }) })
+  .object({
+    running: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_INT4)
+      .nullish()
+      .openapi({ description: "Executions running now" }),
+  })
   .openapi("HeartbeatBody");
 export const HeartbeatResponse = z
   .object({
