@@ -1,4 +1,4 @@
-import type { Event, Prisma } from "@spool/db";
+import type { Event, Prisma, Wait } from "@spool/db";
 import { Prisma as P } from "@spool/db";
 import type { EngineDeps } from "../deps.js";
 import type { DispatchRequest } from "../dispatch/dispatcher.js";
@@ -140,6 +140,43 @@ export async function appendEvents(
       createdAt: now,
     })),
   });
+}
+
+/**
+ * Holds off publishes to the execution's project until the transaction ends (they take the same
+ * row's exclusive lock to number events). Taken before the execution's own row, in the order a
+ * publish locks (project, then the executions it wakes), so the two cannot deadlock.
+ */
+export async function lockProjectEvents(tx: Prisma.TransactionClient, executionId: string): Promise<void> {
+  // Purpose: see above. Params: execution id. Locks: the project row, FOR SHARE. Result: ignored.
+  await tx.$queryRaw(P.sql`
+    SELECT p.id FROM projects p JOIN executions e ON e.project_id = p.id
+    WHERE e.id = ${executionId}::uuid FOR SHARE OF p`);
+}
+
+/**
+ * A waitForEvent stored just now takes the first event published since its step was reached that
+ * its filter matches (published while the run was still running, so no publish could match it).
+ * The caller holds lockProjectEvents, so no event can commit between this read and the wait's own
+ * commit unseen by both. Returns the run's wake-up dispatch, or null when nothing matched.
+ */
+export async function answerFromPublished(
+  tx: Prisma.TransactionClient,
+  wait: Wait,
+): Promise<DispatchRequest | null> {
+  if (wait.kind !== "event" || wait.topic === null || wait.afterSequence === null) return null;
+  const PAGE = 500;
+  for (let after = wait.afterSequence; ; ) {
+    const page = await tx.event.findMany({
+      where: { projectId: wait.projectId, topic: wait.topic, sequenceId: { gt: after } },
+      orderBy: { sequenceId: "asc" },
+      take: PAGE,
+    });
+    const event = page.find((e) => matchesFilter(e.data, wait.matchFilter ?? {}));
+    if (event) return resolveWait(tx, wait, { status: "resolved", output: toPublishedEvent(event) });
+    if (page.length < PAGE) return null;
+    after = page[page.length - 1]!.sequenceId;
+  }
 }
 
 /** Each pending waitForEvent on the topic takes the first new event its filter matches. */

@@ -1,6 +1,7 @@
 import { type Execution, jsonOrNull, type Prisma } from "@spool/db";
 import { type EngineDeps, TX_OPTIONS } from "../deps.js";
 import { type DispatchRequest, timerJobId } from "../dispatch/dispatcher.js";
+import { answerFromPublished, lockProjectEvents } from "../events/events.js";
 import type { NewWait } from "../runtime/journal.js";
 import { type Claim, heldUnder } from "./claim.js";
 import { createExecutions } from "./create-executions.js";
@@ -16,14 +17,17 @@ import { transition } from "./transition.js";
  * arrives, a timer fires). Settlers lock the execution row before touching its waits and this
  * transition writes that row, so they serialize: either the settler ran first and the pending count
  * below sees it, or it runs after and finds the execution parked and requeues it. Either way the run
- * wakes.
+ * wakes. A new event wait is matched here against the events published since its step was reached
+ * (no publish could see it before), under the project's event lock so none slips between.
  */
 export async function blockExecution(
   deps: EngineDeps,
   args: { executionId: string; claim: Claim; waits: NewWait[] },
 ): Promise<Execution | null> {
   const suspend = args.waits.find((w) => w.kind === "suspend");
+  const newEventWaits = args.waits.some((w) => w.kind === "event" && w.afterSequence !== undefined);
   const outcome = await deps.prisma.$transaction(async (tx) => {
+    if (newEventWaits) await lockProjectEvents(tx, args.executionId);
     const row = await transition(tx, {
       executionId: args.executionId,
       from: ["running"],
@@ -45,6 +49,7 @@ export async function blockExecution(
             kind: w.kind,
             topic: w.topic ?? null,
             matchFilter: jsonOrNull(w.match),
+            afterSequence: w.afterSequence ?? null,
             payload: jsonOrNull(w.payload),
             wakeAt: w.wakeAt,
           },
@@ -55,6 +60,13 @@ export async function blockExecution(
         where: { executionId_stepKey: { executionId: row.id, stepKey: w.stepKey } },
       });
       if (created.count === 1 && w.child) dispatch.push(...(await startChild(tx, row, wait.id, w)));
+      if (created.count === 1 && w.kind === "event") {
+        const wake = await answerFromPublished(tx, wait);
+        if (wake) {
+          dispatch.push(wake);
+          continue; // answered: no timeout timer
+        }
+      }
       if (wait.status === "pending" && wait.wakeAt) {
         dispatch.push({
           projectId: row.projectId,

@@ -24,6 +24,14 @@ export async function loadJournal(prisma: PrismaClient, executionId: string, cla
       ]),
     ),
     saveStep: (step) => saveStep(prisma, executionId, claim, step),
+    eventCursor: async () => {
+      // Purpose: the committed event sequence of the execution's project. Locks: none (a publish
+      // in flight is either committed and counted here, or gets a higher sequence). Result: one row.
+      const [row] = await prisma.$queryRaw<{ sequence: bigint }[]>(Prisma.sql`
+        SELECT p.event_sequence AS sequence FROM projects p JOIN executions e ON e.project_id = p.id
+        WHERE e.id = ${executionId}::uuid`);
+      return row?.sequence ?? 0n;
+    },
   };
 }
 

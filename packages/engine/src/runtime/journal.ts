@@ -41,6 +41,8 @@ export interface NewWait {
   wakeAt: Date | null;
   topic?: string;
   match?: Record<string, unknown>;
+  /** event: events after this project sequence may answer it (read when the run reached the step). */
+  afterSequence?: bigint;
   payload?: unknown;
   child?: { workflowId: string; input: unknown; queueName?: string };
 }
@@ -54,6 +56,11 @@ export interface Journal {
    * stored first). Throws ExecutionAbortedError when the execution is no longer this worker's to run.
    */
   saveStep(step: NewStepResult): Promise<JournalStep>;
+  /**
+   * The project's current event sequence. A waitForEvent step reads it when first reached, so an
+   * event published between then and the run parking still answers it.
+   */
+  eventCursor(): Promise<bigint>;
 }
 
 /** A step this replay executed (not replayed), as the worker records it on the trace. */

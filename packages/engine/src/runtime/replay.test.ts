@@ -15,6 +15,7 @@ function memoryJournal(steps: JournalStep[] = [], waits: JournalWait[] = []) {
   const journal: Journal = {
     steps: new Map(stored),
     waits: new Map(waits.map((w) => [w.stepKey, w])),
+    eventCursor: async () => 42n,
     async saveStep(step) {
       writes.push(step);
       const winner = stored.get(step.stepKey);
@@ -229,8 +230,26 @@ describe("replay", () => {
     expect(writes.map((w) => w.stepKey).sort()).toEqual(["x", "z"]);
     expect(outcome).toMatchObject({
       type: "blocked",
-      waits: [{ stepKey: "evt", kind: "event", topic: "t" }],
+      waits: [{ stepKey: "evt", kind: "event", topic: "t", afterSequence: 42n }],
     });
+  });
+
+  it("a new event wait notes the event cursor when reached; a wait already stored keeps its own", async () => {
+    const wf = workflow(async (ctx) =>
+      Promise.all([
+        ctx.step.waitForEvent("new", { topic: "t" }),
+        ctx.step.waitForEvent("open", { topic: "t" }),
+      ]),
+    );
+    const { journal } = memoryJournal([], [{ stepKey: "open", seq: 7, kind: "event", wakeAt: null }]);
+    let reads = 0;
+    const counted: Journal = { ...journal, eventCursor: async () => (++reads, 42n) };
+    const outcome = await run(wf, counted, null);
+    if (outcome.type !== "blocked") throw new Error(`expected blocked, got ${outcome.type}`);
+    const byKey = Object.fromEntries(outcome.waits.map((w) => [w.stepKey, w]));
+    expect(byKey.new).toMatchObject({ seq: 8, afterSequence: 42n });
+    expect(byKey.open).toMatchObject({ seq: 7, afterSequence: undefined });
+    expect(reads).toBe(1);
   });
 
   it("a stored failure of a wait (timeout) is thrown to the workflow, which may catch it", async () => {
@@ -277,6 +296,7 @@ describe("replay", () => {
     const journal: Journal = {
       steps: new Map(),
       waits: new Map(),
+      eventCursor: async () => 0n,
       saveStep: async () => {
         throw new ExecutionAbortedError("execution was cancelled");
       },
@@ -299,6 +319,7 @@ describe("replay", () => {
     const journal: Journal = {
       steps: new Map(),
       waits: new Map(),
+      eventCursor: async () => 0n,
       saveStep: async () => {
         throw new ExecutionAbortedError("execution was handed to another worker");
       },
@@ -389,6 +410,7 @@ describe("infrastructure errors", () => {
     const journal: Journal = {
       steps: new Map(),
       waits: new Map(),
+      eventCursor: async () => 0n,
       saveStep: async () => {
         throw new Error("connection terminated unexpectedly");
       },

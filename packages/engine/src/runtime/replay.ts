@@ -76,6 +76,7 @@ class Replay<I, O> {
   private onBlocked: (() => void) | null = null;
   private onHalted: (() => void) | null = null;
   private idleWaiters: (() => void)[] = [];
+  private eventCursor: Promise<bigint> | undefined;
   private storedStepsToReplay: number;
 
   constructor(private readonly o: ReplayOptions<I, O>) {
@@ -273,10 +274,15 @@ class Replay<I, O> {
         return saved.output as Awaited<T>;
       }
     } finally {
-      this.inFlight--;
-      if (this.inFlight === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
-      this.scheduleIdleCheck();
+      this.settled();
     }
+  }
+
+  /** A step (or a read the run must not block during) is no longer running. */
+  private settled(): void {
+    this.inFlight--;
+    if (this.inFlight === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
+    this.scheduleIdleCheck();
   }
 
   /** Tells the worker a step ran; a failing observer must not fail the workflow. */
@@ -351,15 +357,34 @@ class Replay<I, O> {
     const stored = this.o.journal.steps.get(key);
     if (stored) return this.replayStored(stored) as T;
     const open = this.o.journal.waits.get(key);
+    const seq = open?.seq ?? this.nextSeq++;
+    // A new event wait notes where the project's events stand now: one published before the run
+    // parks answers it too. (An open wait was matched at every publish since it was stored.)
+    const afterSequence = wait.kind === "event" && !open ? await this.eventCursorOrHalt() : undefined;
+    if (afterSequence === null) return parked();
     // An open wait keeps its original deadline and seq; it is re-reported so the run parks on it.
-    this.waits.push({
-      ...wait,
-      stepKey: key,
-      seq: open?.seq ?? this.nextSeq++,
-      wakeAt: open ? open.wakeAt : wait.wakeAt,
-    });
+    this.waits.push({ ...wait, stepKey: key, seq, wakeAt: open ? open.wakeAt : wait.wakeAt, afterSequence });
     this.scheduleIdleCheck();
     return parked();
+  }
+
+  /**
+   * The project's event sequence, read once per replay (all event waits reached in it share it: a
+   * slightly earlier cursor only lets in events a little older). Counts as a running step meanwhile,
+   * so the run cannot block before the wait is reported; null when the read failed (halted).
+   */
+  private async eventCursorOrHalt(): Promise<bigint | null> {
+    this.inFlight++;
+    try {
+      this.eventCursor ??= this.o.journal.eventCursor();
+      return await this.eventCursor;
+    } catch (err) {
+      this.infrastructureError ??= err;
+      this.onHalted?.();
+      return null;
+    } finally {
+      this.settled();
+    }
   }
 
   /**

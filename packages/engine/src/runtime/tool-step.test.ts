@@ -18,6 +18,7 @@ function memoryJournal(steps: JournalStep[] = [], waits: JournalWait[] = []) {
   const journal: Journal = {
     steps: new Map(steps.map((s) => [s.stepKey, s])),
     waits: new Map(waits.map((w) => [w.stepKey, w])),
+    eventCursor: async () => 0n,
     async saveStep(step) {
       writes.push(step);
       return { ...step, output: step.output ?? null, error: step.error ?? null };

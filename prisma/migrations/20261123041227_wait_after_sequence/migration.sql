@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "waits" ADD COLUMN     "after_sequence" BIGINT;
