@@ -243,7 +243,13 @@ describe("replay", () => {
     );
     const { journal } = memoryJournal([], [{ stepKey: "open", seq: 7, kind: "event", wakeAt: null }]);
     let reads = 0;
-    const counted: Journal = { ...journal, eventCursor: async () => (++reads, 42n) };
+    const counted: Journal = {
+      ...journal,
+      eventCursor: async () => {
+        reads++;
+        return 42n;
+      },
+    };
     const outcome = await run(wf, counted, null);
     if (outcome.type !== "blocked") throw new Error(`expected blocked, got ${outcome.type}`);
     const byKey = Object.fromEntries(outcome.waits.map((w) => [w.stepKey, w]));
