@@ -34,9 +34,11 @@ describe("event triggers and waitForEvent (real scheduler processes)", () => {
   };
   const batchesOf = async (triggerId: string) => {
     const { executions } = await sys.client.executions.list({ workflow_id: "batch-consumer", limit: 500 });
+    // By first event, not created_at: batches fired in one go can share a millisecond.
+    const firstSequence = (e: { input: unknown }) => (e.input as BatchInput).events[0]!.sequence_id;
     return executions
       .filter((e) => (e.input as BatchInput).trigger_id === triggerId)
-      .sort((a, b) => a.created_at.localeCompare(b.created_at));
+      .sort((a, b) => firstSequence(a) - firstSequence(b));
   };
 
   it("1,000 events from 10 concurrent clients make exactly 10 batches of 100, in order, while a scheduler is killed", async () => {
@@ -79,6 +81,26 @@ describe("event triggers and waitForEvent (real scheduler processes)", () => {
     expect(new Set(flat).size).toBe(1000);
     expect([...flat].sort((a, b) => a - b)).toEqual([...sequences].sort((a, b) => a - b));
     expect(batches.flatMap((b) => (b.input as BatchInput).events.map((e) => e.data.n))).not.toContain(-1);
+  });
+
+  it("a full batch starts within 100 ms of its batch_size-th event", async () => {
+    const topic = `latency-${randomUUID()}`;
+    const { trigger } = await register({ event_topic: topic, batch_size: 5 });
+    const latencies: number[] = [];
+    for (let round = 0; round < 5; round++) {
+      let last: { created_at: string } | undefined;
+      for (let i = 0; i < 5; i++) [last] = (await publish(topic, { n: round * 5 + i })).events;
+      const batch = await eventually(
+        async () => (await batchesOf(trigger.id))[round],
+        10_000,
+        `batch ${round + 1}`,
+      );
+      latencies.push(new Date(batch.created_at).getTime() - new Date(last!.created_at).getTime());
+    }
+    expect(
+      Math.max(...latencies),
+      `ms from the 5th event to its run: ${latencies.join(", ")}`,
+    ).toBeLessThanOrEqual(100);
   });
 
   it("a partial batch (7 of 50) fires once, between 2 s and 3 s after its first event, on the named queue", async () => {

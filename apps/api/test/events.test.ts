@@ -1,5 +1,8 @@
 import { serve } from "@hono/node-server";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLogger } from "@spool/shared";
+import { afterAll, beforeAll, describe, expect, inject, it, onTestFinished, vi } from "vitest";
+import { createApp } from "../src/app.js";
+import { createEventHub } from "../src/streaming/event-hub.js";
 import { createTestApi, expectError, type TestApi } from "./harness.js";
 import { openSse } from "./sse-client.js";
 
@@ -178,5 +181,52 @@ describe("SSE stream across two API replicas", () => {
     await expectError(bad, 400, "INVALID_INPUT");
     const anon = await fetch(`${replicas[0]!.url}/api/v1/events/stream?topic=x`);
     await expectError(anon, 401, "UNAUTHORIZED");
+  });
+
+  it("a Last-Event-ID that is not a sequence id is 400, not a stream that fails", async () => {
+    for (const lastEventId of ["abc", "-1", "1.5", "1e3", "99999999999999999999"]) {
+      const res = await fetch(`${replicas[0]!.url}/api/v1/events/stream?topic=x`, {
+        headers: { ...auth(), "last-event-id": lastEventId },
+      });
+      const body = await expectError(res, 400, "INVALID_INPUT");
+      expect(body.error).toContain("Last-Event-ID");
+    }
+  });
+});
+
+describe("SSE stream lifecycle", () => {
+  it("streams closed while still starting leave no listener behind", async () => {
+    // An app of its own, so this hub serves only the streams below.
+    const logger = createLogger("api-test", "silent");
+    const hub = createEventHub(api.engine, inject("redisUrl"), logger);
+    const app = createApp({ engine: api.engine, eventHub: hub, logger });
+    onTestFinished(() => hub.close());
+    const p = await api.createProject();
+    let subscribed = 0;
+    const subscribe = hub.subscribe.bind(hub);
+    vi.spyOn(hub, "subscribe").mockImplementation(async (...args) => {
+      const unsubscribe = await subscribe(...args);
+      subscribed++;
+      return unsubscribe;
+    });
+
+    // Each client leaves as soon as it has the response: the stream is still subscribing then.
+    const streams = 20;
+    await Promise.all(
+      Array.from({ length: streams }, async (_, i) => {
+        const res = await app.request(`/api/v1/events/stream?topic=gone-${i}`, {
+          headers: { authorization: `Bearer ${p.key}`, "x-project-id": p.projectId },
+        });
+        expect(res.status).toBe(200);
+        await res.body!.cancel();
+      }),
+    );
+    await vi.waitFor(
+      () =>
+        expect({ subscribed, listening: hub.listenerCount }).toEqual({ subscribed: streams, listening: 0 }),
+      {
+        timeout: 10_000,
+      },
+    );
   });
 });

@@ -154,4 +154,57 @@ describe("event triggers and schedules API", () => {
       "INVALID_INPUT",
     );
   });
+
+  it("400 for a cron that never fires, on create and on PATCH", async () => {
+    const never = await expectError(
+      await call("/api/v1/schedules", {
+        method: "POST",
+        json: { workflow_id: "consumer", cron: "0 0 30 2 *", key: "never" },
+      }),
+      400,
+      "INVALID_INPUT",
+    );
+    expect(never.error).toBe("cron '0 0 30 2 *' never fires: no date matches it");
+    const { schedules } = (await (await call("/api/v1/schedules")).json()) as {
+      schedules: { key: string }[];
+    };
+    expect(schedules.map((x) => x.key)).not.toContain("never");
+    const created = (await (
+      await call("/api/v1/schedules", {
+        method: "POST",
+        json: { workflow_id: "consumer", cron: "0 0 1 * *", key: "monthly" },
+      })
+    ).json()) as { id: string };
+    await expectError(
+      await call(`/api/v1/schedules/${created.id}`, { method: "PATCH", json: { cron: "0 0 31 4 *" } }),
+      400,
+      "INVALID_INPUT",
+    );
+  });
+
+  it("posting an existing schedule again changes only the fields sent and keeps it paused", async () => {
+    const post = (json: Record<string, unknown>) =>
+      call("/api/v1/schedules", { method: "POST", json: { workflow_id: "consumer", key: "kept", ...json } });
+    const created = (await (
+      await post({
+        cron: "0 9 * * *",
+        timezone: "Asia/Tokyo",
+        overlap_policy: "buffer_one",
+        catchup_window_seconds: 300,
+        input: { a: 1 },
+      })
+    ).json()) as { id: string; next_run_at: string };
+    await call(`/api/v1/schedules/${created.id}`, { method: "PATCH", json: { status: "paused" } });
+    const again = await post({ cron: "0 9 * * *", input: { a: 2 } });
+    expect(again.status).toBe(201);
+    expect(await again.json()).toMatchObject({
+      id: created.id,
+      status: "paused",
+      timezone: "Asia/Tokyo",
+      overlap_policy: "buffer_one",
+      catchup_window_seconds: 300,
+      input: { a: 2 },
+      next_run_at: created.next_run_at,
+    });
+  });
 });

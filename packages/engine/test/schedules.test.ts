@@ -129,6 +129,72 @@ describe("schedule firing", () => {
     expect(await prisma.execution.count({ where: { projectId, workflowId: "catchup" } })).toBe(10);
   });
 
+  it("re-declaring a schedule (a worker restart) keeps its due occurrences and the fields it leaves out", async () => {
+    const clock = manualClock("2030-01-01T00:00:30Z");
+    const { engine, prisma, projectId } = await createTestEngine({ clock: clock.now });
+    const created = await engine.schedules.upsert(projectId, {
+      workflowId: "wf",
+      cron: "* * * * *",
+      overlapPolicy: "allow_all",
+      catchupWindowSeconds: 600,
+    });
+    clock.set("2030-01-01T00:03:10Z"); // 00:01, 00:02 and 00:03 are due but not fired yet
+    // What apps/worker/src/register-declared.ts sends on every start.
+    const redeclared = await engine.schedules.upsert(projectId, {
+      workflowId: "wf",
+      cron: "* * * * *",
+      timezone: "UTC",
+      key: "global",
+      input: {},
+    });
+    expect(redeclared).toMatchObject({
+      id: created.id,
+      nextRunAt: at("2030-01-01T00:01:00Z"),
+      overlapPolicy: "allow_all",
+      catchupWindowSeconds: 600,
+    });
+    await engine.scheduleFiring.fireDue();
+    const runs = await prisma.execution.findMany({ where: { projectId }, orderBy: { createdAt: "asc" } });
+    expect(runs.map((r) => (r.input as { schedule: { timestamp: string } }).schedule.timestamp)).toEqual([
+      "2030-01-01T00:01:00.000Z",
+      "2030-01-01T00:02:00.000Z",
+      "2030-01-01T00:03:00.000Z",
+    ]);
+
+    // New timing: the next occurrence is recomputed from now.
+    const retimed = await engine.schedules.upsert(projectId, { workflowId: "wf", cron: "*/5 * * * *" });
+    expect(retimed.nextRunAt).toEqual(at("2030-01-01T00:05:00Z"));
+    expect(retimed.overlapPolicy).toBe("allow_all");
+  });
+
+  it("a paused schedule stays paused when re-declared", async () => {
+    const clock = manualClock("2030-01-01T00:00:30Z");
+    const { engine, prisma, projectId } = await createTestEngine({ clock: clock.now });
+    const s = await engine.schedules.upsert(projectId, { workflowId: "wf", cron: "* * * * *" });
+    await engine.schedules.update(projectId, s.id, { status: "paused" });
+    const redeclared = await engine.schedules.upsert(projectId, {
+      workflowId: "wf",
+      cron: "* * * * *",
+      timezone: "UTC",
+      input: {},
+    });
+    expect(redeclared.status).toBe("paused");
+    clock.set("2030-01-01T00:02:10Z");
+    await engine.scheduleFiring.fireDue();
+    expect(await prisma.execution.count({ where: { projectId } })).toBe(0);
+  });
+
+  it("pauses a schedule whose workflow is no longer registered instead of failing on every tick", async () => {
+    const clock = manualClock("2030-01-01T00:00:30Z");
+    const { engine, prisma, projectId } = await createTestEngine({ clock: clock.now });
+    const s = await engine.schedules.upsert(projectId, { workflowId: "wf", cron: "* * * * *" });
+    await prisma.workflowRegistration.deleteMany({ where: { projectId, workflowId: "wf" } });
+    clock.set("2030-01-01T00:01:01Z");
+    await engine.scheduleFiring.fireDue();
+    expect(await engine.schedules.get(projectId, s.id)).toMatchObject({ status: "paused" });
+    expect(await prisma.execution.count({ where: { projectId } })).toBe(0);
+  });
+
   it("rejects invalid cron and timezone (400) and unknown workflows (404)", async () => {
     const { engine, projectId } = await createTestEngine();
     await expect(
@@ -146,6 +212,23 @@ describe("schedule firing", () => {
     await expect(
       engine.schedules.upsert(projectId, { workflowId: "nope", cron: "* * * * *" }),
     ).rejects.toMatchObject({ status: 404 });
+  });
+
+  it("rejects a cron that matches no date (400), on create and on update", async () => {
+    const { engine, projectId } = await createTestEngine();
+    for (const cron of ["0 0 30 2 *", "0 0 31 4 *"]) {
+      await expect(engine.schedules.upsert(projectId, { workflowId: "wf", cron })).rejects.toMatchObject({
+        status: 400,
+        type: "INVALID_INPUT",
+        message: `cron '${cron}' never fires: no date matches it`,
+      });
+    }
+    const s = await engine.schedules.upsert(projectId, { workflowId: "wf", cron: "0 0 29 2 *" }); // leap days
+    expect(s.nextRunAt).not.toBeNull();
+    await expect(engine.schedules.update(projectId, s.id, { cron: "0 0 30 2 *" })).rejects.toMatchObject({
+      status: 400,
+      type: "INVALID_INPUT",
+    });
   });
 });
 

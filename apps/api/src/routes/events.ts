@@ -1,4 +1,4 @@
-import { createRoute } from "@hono/zod-openapi";
+import { createRoute, z } from "@hono/zod-openapi";
 import {
   IdempotencyHeaders,
   ListEventsQuery,
@@ -35,6 +35,15 @@ const listEvents = createRoute({
   request: { headers: ProjectHeaders, query: ListEventsQuery },
   responses: { 200: json(ListEventsResponse, "Events"), ...errorResponses(400, 401, 403, 404) },
 });
+/** EventSource sends the last `id:` it received on reconnect: a sequence id, like `last_sequence_id`. */
+const StreamHeaders = ProjectHeaders.extend({
+  "Last-Event-ID": z
+    .string()
+    .regex(/^\d+$/, "expected a sequence id (a non-negative integer)")
+    .refine((id) => Number.isSafeInteger(Number(id)), "sequence id out of range")
+    .optional()
+    .openapi({ description: "Resume after this sequence id; takes precedence over `last_sequence_id`" }),
+});
 const streamRoute = createRoute({
   ...base,
   method: "get",
@@ -44,7 +53,7 @@ const streamRoute = createRoute({
     "Each event is sent as `id: <sequence_id>` and `data: <event JSON>`; a comment line every 15 s keeps the " +
     "connection open. Starts after `Last-Event-ID` (header) or `last_sequence_id`; without either, a run's " +
     "stream starts at its beginning and a topic stream at the next new event.",
-  request: { headers: ProjectHeaders, query: StreamEventsQuery },
+  request: { headers: StreamHeaders, query: StreamEventsQuery },
   responses: {
     200: { description: "An event stream", content: { "text/event-stream": { schema: { type: "string" } } } },
     ...errorResponses(400, 401, 403, 404),
@@ -83,8 +92,8 @@ export function registerEvents(app: App, hub: EventHub, keepaliveMs: number) {
     const q = c.req.valid("query");
     const isRun = !q.topic;
     const topic = q.topic ?? runTopic(q.workflow_id!, q.workflow_run_id!);
-    const header = Number.parseInt(c.req.header("last-event-id") ?? "", 10);
-    const from = Number.isFinite(header) && header >= 0 ? header : q.last_sequence_id;
+    const lastEventId = c.req.valid("header")["Last-Event-ID"];
+    const from = lastEventId !== undefined ? Number(lastEventId) : q.last_sequence_id;
     const after = from ?? (isRun ? 0 : await c.var.engine.events.latestSequence(c.var.projectId, topic));
     return streamEvents(c, {
       hub,

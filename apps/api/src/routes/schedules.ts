@@ -18,10 +18,12 @@ const createSchedule = createRoute({
   ...base,
   method: "post",
   path: "/api/v1/schedules",
-  summary: "Create or replace the schedule of (workflow_id, key)",
+  summary: "Create the schedule of (workflow_id, key), or update it",
   description:
     "A fired run's input is the schedule's `input` plus `schedule: {schedule_id, key, timestamp, last_timestamp, " +
-    "timezone, upcoming}`. Every occurrence fires once, across scheduler replicas and restarts.",
+    "timezone, upcoming}`. Every occurrence fires once, across scheduler replicas and restarts. Posting an " +
+    "existing schedule changes only the fields sent and keeps its status; its next occurrence is kept unless " +
+    "`cron` or `timezone` change.",
   request: { headers: ProjectHeaders, body: jsonBody(CreateScheduleBody) },
   responses: { 201: json(ScheduleResponse, "The schedule"), ...errorResponses(400, 401, 403, 404, 413, 415) },
 });

@@ -46,19 +46,29 @@ export class EventHub {
   async subscribe(projectId: string, topic: string, listener: Listener): Promise<() => void> {
     const channel = eventsChannel(projectId, topic);
     let feed = this.feeds.get(channel);
+    let created = false;
     if (!feed) {
       // The cursor is read before the feed becomes visible: a poll or announcement meanwhile would
       // otherwise page through the topic's whole history.
       const cursor = await this.engine.events.latestSequence(projectId, topic);
-      feed = this.feeds.get(channel) ?? {
-        projectId,
-        topic,
-        cursor,
-        listeners: new Set(),
-        fetching: null,
-        again: false,
-      };
-      this.feeds.set(channel, feed);
+      feed = this.feeds.get(channel);
+      if (!feed) {
+        feed = { projectId, topic, cursor, listeners: new Set(), fetching: null, again: false };
+        this.feeds.set(channel, feed);
+        created = true;
+      }
+    }
+    // Listen before awaiting Redis: another listener leaving meanwhile must not drop this feed.
+    const subscribed = feed;
+    subscribed.listeners.add(listener);
+    const unsubscribe = () => {
+      subscribed.listeners.delete(listener);
+      if (subscribed.listeners.size === 0 && this.feeds.get(channel) === subscribed) {
+        this.feeds.delete(channel);
+        void this.subscriber.unsubscribe(channel).catch(() => {});
+      }
+    };
+    if (created) {
       await this.subscriber.subscribe(channel).catch((err: Error) => {
         this.logger.warn(
           { err: err.message },
@@ -66,14 +76,14 @@ export class EventHub {
         );
       });
     }
-    feed.listeners.add(listener);
-    return () => {
-      feed.listeners.delete(listener);
-      if (feed.listeners.size === 0 && this.feeds.get(channel) === feed) {
-        this.feeds.delete(channel);
-        void this.subscriber.unsubscribe(channel).catch(() => {});
-      }
-    };
+    return unsubscribe;
+  }
+
+  /** Listeners currently subscribed, over all feeds (read-only; for tests and diagnostics). */
+  get listenerCount(): number {
+    let n = 0;
+    for (const feed of this.feeds.values()) n += feed.listeners.size;
+    return n;
   }
 
   /** One fetch at a time per feed; announcements arriving meanwhile trigger one more round. */

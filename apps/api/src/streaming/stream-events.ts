@@ -36,27 +36,31 @@ export function streamEvents(
       return sending;
     };
 
-    const unsubscribe = await args.hub.subscribe(args.projectId, args.topic, (events) => {
-      if (caughtUp) void send(events);
-      else pending.push(...events);
-    });
-    const keepalive = setInterval(() => {
-      sending = sending.then(() => stream.write(": keep-alive\n\n").then(() => undefined));
-    }, args.keepaliveMs);
+    // Registered before the first await: StreamingApi only calls the onAbort listeners it already has,
+    // so a client leaving while we subscribe or catch up would leak its subscription and timer.
     const closed = new Promise<void>((resolve) => stream.onAbort(resolve));
-
+    let unsubscribe: (() => void) | undefined;
+    let keepalive: NodeJS.Timeout | undefined;
     try {
-      for (;;) {
+      unsubscribe = await args.hub.subscribe(args.projectId, args.topic, (events) => {
+        if (caughtUp) void send(events);
+        else pending.push(...events);
+      });
+      if (stream.aborted) return;
+      keepalive = setInterval(() => {
+        sending = sending.then(() => stream.write(": keep-alive\n\n").then(() => undefined));
+      }, args.keepaliveMs);
+      for (let more = true; more && !stream.aborted; ) {
         const page = await args.engine.events.history(args.projectId, args.topic, last, 500);
         await send(page.events);
-        if (!page.hasMore) break;
+        more = page.hasMore;
       }
       caughtUp = true;
       await send(pending.splice(0).sort((a, b) => a.sequence_id - b.sequence_id));
       await closed;
     } finally {
       clearInterval(keepalive);
-      unsubscribe();
+      unsubscribe?.();
     }
   });
 }

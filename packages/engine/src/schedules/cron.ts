@@ -8,13 +8,21 @@ import { Cron } from "croner";
  */
 export function parseCron(expression: string, timezone: string): Cron {
   assertTimezone(timezone);
+  let cron: Cron;
   try {
-    return new Cron(expression, { timezone, mode: "5-part", paused: true, domAndDow: false });
+    cron = new Cron(expression, { timezone, mode: "5-part", paused: true, domAndDow: false });
   } catch (err) {
     throw invalidInput(`invalid cron '${expression}': ${err instanceof Error ? err.message : String(err)}`, [
       { path: "cron", message: "expected 5 fields: minute hour day-of-month month day-of-week" },
     ]);
   }
+  // With no year field, a cron that matches no date from now on matches none ever (e.g. February 30).
+  if (cron.nextRun() === null) {
+    throw invalidInput(`cron '${expression}' never fires: no date matches it`, [
+      { path: "cron", message: "matches no date (e.g. a day that the month does not have)" },
+    ]);
+  }
+  return cron;
 }
 
 export function assertTimezone(timezone: string): void {

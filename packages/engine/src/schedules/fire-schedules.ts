@@ -52,8 +52,22 @@ export class ScheduleFiring {
         FOR UPDATE SKIP LOCKED`);
       if (!claimed) return { fired: 0, dispatch: [] as DispatchRequest[] };
       const s = await tx.schedule.findUniqueOrThrow({ where: { id: scheduleId } });
+      const registered = await tx.workflowRegistration.count({
+        where: { projectId: s.projectId, workflowId: s.workflowId },
+      });
+      if (!registered) {
+        // Firing would fail on every tick until someone notices; paused, it waits for a PATCH resume.
+        await tx.schedule.update({ where: { id: s.id }, data: { status: "paused" } });
+        return { fired: 0, dispatch: [] as DispatchRequest[], pausedFor: s.workflowId };
+      }
       return this.process(tx, s, now);
     }, TX_OPTIONS);
+    if ("pausedFor" in result) {
+      this.deps.logger.warn(
+        { schedule_id: scheduleId, workflow_id: result.pausedFor },
+        "schedule paused: its workflow is not registered; register it and resume the schedule",
+      );
+    }
     await this.deps.dispatcher.dispatch(result.dispatch);
     return result.fired;
   }

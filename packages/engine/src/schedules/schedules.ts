@@ -1,5 +1,6 @@
-import type { JsonInput, PrismaClient, Schedule } from "@spool/db";
+import { type JsonInput, Prisma as P, type PrismaClient, type Schedule } from "@spool/db";
 import { decodeTimeCursor, isUuid, notFound, timeCursorOf, toPage } from "@spool/shared";
+import { TX_OPTIONS } from "../deps.js";
 import { createdAfter } from "../util/keyset.js";
 import { nextOccurrence, parseCron } from "./cron.js";
 
@@ -31,30 +32,63 @@ export class Schedules {
     private readonly clock: () => Date = () => new Date(),
   ) {}
 
-  /** Upsert per (workflow, key). Invalid cron or timezone: 400; unknown workflow: 404. */
+  /**
+   * Upsert per (workflow, key). Invalid cron or timezone: 400; unknown workflow: 404. Fields left
+   * out (undefined or null) get their defaults on create and keep their value on update. An update
+   * keeps the status and the pending occurrences unless cron or timezone change: every worker start
+   * re-declares its schedules, and that must neither drop a due or catching-up occurrence nor resume
+   * a schedule paused through PATCH.
+   */
   async upsert(projectId: string, input: CreateScheduleInput): Promise<Schedule> {
-    const timezone = input.timezone ?? "UTC";
-    const cron = parseCron(input.cron, timezone);
+    parseCron(input.cron, input.timezone ?? "UTC");
     const registered = await this.prisma.workflowRegistration.count({
       where: { projectId, workflowId: input.workflowId },
     });
     if (!registered) throw notFound("workflow", input.workflowId);
     const key = input.key ?? "global";
-    const fields = {
+    const given = {
       cron: input.cron,
-      timezone,
-      input: (input.input ?? {}) as JsonInput,
-      overlapPolicy: input.overlapPolicy ?? "skip",
-      catchupWindowSeconds: input.catchupWindowSeconds ?? 0,
-      nextRunAt: nextOccurrence(cron, this.clock()),
+      ...(input.timezone != null ? { timezone: input.timezone } : {}),
+      ...(input.input != null ? { input: input.input as JsonInput } : {}),
+      ...(input.overlapPolicy != null ? { overlapPolicy: input.overlapPolicy } : {}),
+      ...(input.catchupWindowSeconds != null ? { catchupWindowSeconds: input.catchupWindowSeconds } : {}),
     };
-    // Re-posting keeps the status: a worker re-declaring its schedule on start must not resume
-    // one that was paused through PATCH.
-    return this.prisma.schedule.upsert({
-      where: { projectId_workflowId_key: { projectId, workflowId: input.workflowId, key } },
-      create: { projectId, workflowId: input.workflowId, key, status: "active", ...fields },
-      update: fields,
-    });
+    const firstRunAfterNow = (timezone: string) =>
+      nextOccurrence(parseCron(input.cron, timezone), this.clock());
+
+    return this.prisma.$transaction(async (tx) => {
+      // Locked so that the timing decision below still holds at commit (PATCH writes the row too).
+      const [current] = await tx.$queryRaw<{ id: string; cron: string; timezone: string }[]>(P.sql`
+        SELECT id, cron, timezone FROM schedules
+        WHERE project_id = ${projectId}::uuid AND workflow_id = ${input.workflowId} AND key = ${key}
+        FOR UPDATE`);
+      if (!current) {
+        const timezone = input.timezone ?? "UTC";
+        // An upsert: a concurrent create of the same schedule updates it instead of failing.
+        return tx.schedule.upsert({
+          where: { projectId_workflowId_key: { projectId, workflowId: input.workflowId, key } },
+          create: {
+            projectId,
+            workflowId: input.workflowId,
+            key,
+            status: "active",
+            ...given,
+            timezone,
+            nextRunAt: firstRunAfterNow(timezone),
+          },
+          update: given,
+        });
+      }
+      const timezone = input.timezone ?? current.timezone;
+      const retime = input.cron !== current.cron || timezone !== current.timezone;
+      return tx.schedule.update({
+        where: { id: current.id },
+        data: {
+          ...given,
+          ...(retime ? { nextRunAt: firstRunAfterNow(timezone), bufferedRunAt: null } : {}),
+        },
+      });
+    }, TX_OPTIONS);
   }
 
   async get(projectId: string, scheduleId: string): Promise<Schedule> {

@@ -1,16 +1,16 @@
 import { type EventTrigger, Prisma } from "@spool/db";
 import { type EngineDeps, TX_OPTIONS } from "../deps.js";
-import type { DispatchRequest } from "../dispatch/dispatcher.js";
 import { toPublishedEvent } from "../events/events.js";
 import { createExecutions } from "../execution/create-executions.js";
 
-/** Most batches one trigger fires per transaction (bounds a transaction after a long outage). */
-const MAX_BATCHES_PER_CLAIM = 50;
+/** Most batches one trigger fires per call: a long backlog lets the other triggers have their turn. */
+const MAX_BATCHES_PER_CALL = 50;
 
 /**
- * Fires event-trigger batches. Every firing claims the trigger row (FOR UPDATE SKIP LOCKED), starts
- * the batch's run and advances the trigger's cursor in one transaction: each event lands in exactly
- * one batch per trigger, however many schedulers race and whichever of them dies mid-way.
+ * Fires event-trigger batches. Every batch claims the trigger row (FOR UPDATE SKIP LOCKED), starts
+ * its run and advances the trigger's cursor in one transaction of its own: each event lands in
+ * exactly one batch per trigger, however many schedulers race and whichever of them dies mid-way,
+ * and a backlog of large batches never grows one transaction past its timeout.
  */
 export class TriggerFiring {
   constructor(private readonly deps: EngineDeps) {}
@@ -43,7 +43,7 @@ export class TriggerFiring {
     return this.fireEach(due, now);
   }
 
-  /** One trigger failing (e.g. its workflow was unregistered) must not hold back the others. */
+  /** One trigger failing (e.g. a lost connection mid-batch) must not hold back the others. */
   private async fireEach(triggers: { id: string }[], now: Date): Promise<number> {
     let fired = 0;
     for (const t of triggers) {
@@ -57,44 +57,62 @@ export class TriggerFiring {
   }
 
   /**
-   * Claims one trigger and fires every batch that is ready. Returns how many runs it started; 0 when
-   * another scheduler holds the trigger (it will fire what is ready) or nothing is ready.
+   * Fires the trigger's ready batches, one transaction each. Returns how many runs it started; stops
+   * when nothing is ready or another scheduler holds the trigger (that one fires what is ready).
    */
   async fire(triggerId: string, now = new Date()): Promise<number> {
-    const result = await this.deps.prisma.$transaction(async (tx) => {
-      const [trigger] = await tx.$queryRaw<{ id: string }[]>(Prisma.sql`
+    let fired = 0;
+    while (fired < MAX_BATCHES_PER_CALL && (await this.fireBatch(triggerId, now))) fired++;
+    return fired;
+  }
+
+  /** Fires the next batch if it is ready; false when it is not or the trigger is held or paused. */
+  private async fireBatch(triggerId: string, now: Date): Promise<boolean> {
+    const outcome = await this.deps.prisma.$transaction(async (tx) => {
+      const [claimed] = await tx.$queryRaw<{ id: string }[]>(Prisma.sql`
         SELECT id FROM event_triggers WHERE id = ${triggerId}::uuid AND status = 'active'
         FOR UPDATE SKIP LOCKED`);
-      if (!trigger) return { fired: 0, dispatch: [] as DispatchRequest[] };
-      let t = await tx.eventTrigger.findUniqueOrThrow({ where: { id: triggerId } });
-      const dispatch: DispatchRequest[] = [];
-      let fired = 0;
-      while (fired < MAX_BATCHES_PER_CLAIM) {
-        const events = await tx.event.findMany({
-          where: { projectId: t.projectId, topic: t.eventTopic, sequenceId: { gt: t.lastSequenceId } },
-          orderBy: { sequenceId: "asc" },
-          take: t.batchSize,
-        });
-        if (!isReady(t, events, now)) break;
-        const created = await createExecutions(tx, t.projectId, [
-          {
-            workflowId: t.workflowId,
-            deploymentId: t.deploymentId,
-            queueName: t.queueName,
-            input: { events: events.map(toPublishedEvent), trigger_id: t.id },
-          },
-        ]);
-        dispatch.push(...created.dispatch);
-        t = await tx.eventTrigger.update({
-          where: { id: t.id },
-          data: { lastSequenceId: events.at(-1)!.sequenceId },
-        });
-        fired++;
+      if (!claimed) return null;
+      const t = await tx.eventTrigger.findUniqueOrThrow({ where: { id: triggerId } });
+      const events = await tx.event.findMany({
+        where: { projectId: t.projectId, topic: t.eventTopic, sequenceId: { gt: t.lastSequenceId } },
+        orderBy: { sequenceId: "asc" },
+        take: t.batchSize,
+      });
+      if (!isReady(t, events, now)) return null;
+      const registered = await tx.workflowRegistration.count({
+        where: { projectId: t.projectId, deploymentId: t.deploymentId, workflowId: t.workflowId },
+      });
+      if (!registered) {
+        // Firing would fail on every tick; paused, the trigger keeps its cursor until re-registered.
+        await tx.eventTrigger.update({ where: { id: t.id }, data: { status: "paused" } });
+        return { paused: t, dispatch: [] };
       }
-      return { fired, dispatch };
+      const created = await createExecutions(tx, t.projectId, [
+        {
+          workflowId: t.workflowId,
+          deploymentId: t.deploymentId,
+          queueName: t.queueName,
+          input: { events: events.map(toPublishedEvent), trigger_id: t.id },
+        },
+      ]);
+      await tx.eventTrigger.update({
+        where: { id: t.id },
+        data: { lastSequenceId: events.at(-1)!.sequenceId },
+      });
+      return { paused: null, dispatch: created.dispatch };
     }, TX_OPTIONS);
-    await this.deps.dispatcher.dispatch(result.dispatch);
-    return result.fired;
+    if (!outcome) return false;
+    const t = outcome.paused;
+    if (t) {
+      this.deps.logger.warn(
+        { trigger_id: t.id, workflow_id: t.workflowId, deployment_id: t.deploymentId },
+        "event trigger paused: its workflow is not registered in the deployment; re-register the trigger to resume",
+      );
+      return false;
+    }
+    await this.deps.dispatcher.dispatch(outcome.dispatch);
+    return true;
   }
 }
 

@@ -14,16 +14,19 @@ export const CreateScheduleBody = z
   .object({
     workflow_id: ClientId,
     cron: Cron,
-    timezone: Timezone.default("UTC"),
+    // Optional, not defaulted here: on an existing schedule a field left out keeps its value; the
+    // engine applies the defaults on create.
+    timezone: Timezone.optional().openapi({ default: "UTC" }),
     key: Text.min(1).max(200).default("global"),
     input: JsonObject.optional(),
-    overlap_policy: z.enum(OVERLAP_POLICIES).default("skip"),
+    overlap_policy: z.enum(OVERLAP_POLICIES).optional().openapi({ default: "skip" }),
     catchup_window_seconds: z
       .number()
       .int()
       .min(0)
       .max(365 * 86400)
-      .default(0),
+      .optional()
+      .openapi({ default: 0 }),
   })
   .openapi("CreateScheduleBody");
 
