@@ -1,6 +1,6 @@
 import { serve } from "@hono/node-server";
 import { createPrisma } from "@spool/db";
-import { Engine } from "@spool/engine";
+import { Engine, exportSpansIfConfigured } from "@spool/engine";
 import { createLogger, DatabaseUrl, LogLevel, loadConfig, RedisUrl } from "@spool/shared";
 import { Redis } from "ioredis";
 import { z } from "zod";
@@ -36,6 +36,7 @@ const engine = new Engine({
   adminKey: config.SPOOL_ADMIN_KEY,
   heartbeatIntervalSeconds: config.SPOOL_HEARTBEAT_INTERVAL_SECONDS,
 });
+exportSpansIfConfigured(engine.traces, { serviceName: "spool-api", logger });
 if (!config.SPOOL_ADMIN_KEY)
   logger.warn("SPOOL_ADMIN_KEY is not set: projects can only be created by an admin key");
 

@@ -1,5 +1,5 @@
 import { createPrisma } from "@spool/db";
-import { Engine } from "@spool/engine";
+import { Engine, exportSpansIfConfigured } from "@spool/engine";
 import { createLogger, DatabaseUrl, LogLevel, loadConfig, RedisUrl } from "@spool/shared";
 import { Redis } from "ioredis";
 import { z } from "zod";
@@ -29,6 +29,7 @@ redis.on("error", (err) => logger.warn({ err: err.message }, "redis connection e
 const subscriber = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
 subscriber.on("error", (err) => logger.debug({ err: err.message }, "redis subscriber connection error"));
 const engine = new Engine({ prisma, redis, redisUrl: config.REDIS_URL, logger, clock });
+exportSpansIfConfigured(engine.traces, { serviceName: "spool-scheduler", logger });
 
 const loops = [
   startLoop({

@@ -90,18 +90,7 @@ async function runExecution(
   const { engine, logger } = args;
   const claim = claimOf(execution);
   const definition = args.workflows.get(execution.workflowId);
-  if (!definition) {
-    await engine.executions.fail({
-      executionId: execution.id,
-      claim,
-      error: {
-        name: "WorkflowNotLoadedError",
-        message: `workflow '${execution.workflowId}' is not loaded by the worker serving queue '${execution.queueName}' (deployment '${execution.deploymentId}')`,
-        non_retryable: true,
-      },
-    });
-    return "workflow not loaded";
-  }
+  if (!definition) return notLoadedHere(args, execution, claim);
 
   const log = logger.child({ execution_id: execution.id, workflow_id: execution.workflowId });
   const warn = (what: string) => (err: unknown) => log.warn({ err: String(err) }, what);
@@ -161,4 +150,37 @@ async function runExecution(
       log.info({ reason: outcome.reason }, "stopped");
       return `aborted: ${outcome.reason}`;
   }
+}
+
+/** Another worker may serve a workflow this one lacks (say, a new one mid rolling deploy) for this long. */
+const NOT_LOADED_RETRY_MS = 5000;
+
+/**
+ * A run of a workflow this worker does not have: handed back (after a pause) when another online
+ * worker of the project serves it, failed with a clear error when none does.
+ */
+async function notLoadedHere(
+  args: Parameters<typeof executeJob>[0],
+  execution: Execution,
+  claim: Claim,
+): Promise<string> {
+  const { engine } = args;
+  if (await engine.workers.servedElsewhere(execution.projectId, execution.workflowId, args.workerId())) {
+    await engine.executions.release(execution.id, claim, NOT_LOADED_RETRY_MS);
+    args.logger.warn(
+      { execution_id: execution.id, workflow_id: execution.workflowId },
+      "workflow not loaded here; handed back for a worker that serves it",
+    );
+    return "handed back: workflow not loaded here";
+  }
+  await engine.executions.fail({
+    executionId: execution.id,
+    claim,
+    error: {
+      name: "WorkflowNotLoadedError",
+      message: `workflow '${execution.workflowId}' is not loaded by any worker serving queue '${execution.queueName}' (deployment '${execution.deploymentId}')`,
+      non_retryable: true,
+    },
+  });
+  return "workflow not loaded";
 }

@@ -1,6 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { createPrisma } from "@spool/db";
-import { createOtlpSpanSink, Engine } from "@spool/engine";
+import { Engine, exportSpansIfConfigured } from "@spool/engine";
 import { createClient } from "@spool/sdk";
 import { createLogger, DatabaseUrl, LogLevel, loadConfig, RedisUrl } from "@spool/shared";
 import { Redis } from "ioredis";
@@ -38,9 +38,7 @@ const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
 redis.on("error", (err) => logger.warn({ err: err.message }, "redis connection error"));
 const engine = new Engine({ prisma, redis, redisUrl: config.REDIS_URL, logger });
 // Spans are stored in Postgres; with a collector configured, they are also exported over OTLP/HTTP.
-if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT) {
-  engine.traces.exportTo(createOtlpSpanSink({ serviceName: "spool-worker", logger }));
-}
+exportSpansIfConfigured(engine.traces, { serviceName: "spool-worker", logger });
 const client = createClient({
   baseUrl: config.SPOOL_API_URL,
   apiKey: config.SPOOL_API_KEY,

@@ -21,7 +21,7 @@ export {
 export { replay } from "./runtime/replay.js";
 export type { CreateScheduleInput, OverlapPolicy, UpdateScheduleInput } from "./schedules/schedules.js";
 export type { SweepReport } from "./sweeps/sweeps.js";
-export { createOtlpSpanSink } from "./traces/otlp-export.js";
+export { createOtlpSpanSink, exportSpansIfConfigured } from "./traces/otlp-export.js";
 export { spanIdOf } from "./traces/span-ids.js";
 export { createSpanWriter } from "./traces/span-writer.js";
 export type { SpanRow, SpanSink, TraceFilter } from "./traces/traces.js";

@@ -82,4 +82,34 @@ describe("traces follow the execution's transitions", () => {
       ["parent", "cancelled"],
     ]);
   });
+
+  it("a run waiting for its next attempt is not an error trace; the attempt's error shows as an attribute", async () => {
+    const { engine, projectId } = await createTestEngine();
+    const { receipt } = await engine.executions.run(projectId, { workflowId: "wf", input: {} });
+    const id = receipt.execution_id;
+    const error = { name: "Error", message: "flaky upstream" };
+    await engine.executions.fail({
+      executionId: id,
+      claim: claimOf((await engine.executions.start(id, 0, null))!),
+      error,
+      retryDelayMs: 60_000,
+    });
+
+    const erroring = await engine.traces.list(projectId, { hasError: true }, { limit: 10 });
+    expect(erroring.items).toEqual([]);
+    const trace = await engine.traces.get(projectId, id.replaceAll("-", ""));
+    expect(trace.root).toMatchObject({
+      status: "queued",
+      error: null,
+      attributes: { last_attempt_error: error },
+    });
+
+    await engine.executions.fail({
+      executionId: id,
+      claim: claimOf((await engine.executions.start(id, 1, null))!),
+      error,
+    });
+    const failed = await engine.traces.list(projectId, { hasError: true }, { limit: 10 });
+    expect(failed.items.map((s) => s.traceId)).toEqual([id.replaceAll("-", "")]);
+  });
 });

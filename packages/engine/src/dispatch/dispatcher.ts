@@ -16,7 +16,9 @@ export interface DispatchRequest {
 }
 
 export const runJobId = (executionId: string, dispatchSeq: number) => `${executionId}.${dispatchSeq}`;
-export const timerJobId = (waitId: string) => `timer.${waitId}`;
+/** A wait's timer job; a re-armed one (it fired early) gets its own id, as the first is still active. */
+export const timerJobId = (waitId: string, rearmedAt?: number) =>
+  rearmedAt === undefined ? `timer.${waitId}` : `timer.${waitId}.${rearmedAt}`;
 
 /**
  * BullMQ queue name of a project's queue. BullMQ joins key parts with ':', so the client-chosen

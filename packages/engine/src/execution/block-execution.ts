@@ -1,10 +1,11 @@
 import { type Execution, jsonOrNull, type Prisma } from "@spool/db";
 import { type EngineDeps, TX_OPTIONS } from "../deps.js";
-import { type DispatchRequest, timerJobId } from "../dispatch/dispatcher.js";
+import type { DispatchRequest } from "../dispatch/dispatcher.js";
 import { answerFromPublished, lockProjectEvents } from "../events/events.js";
 import type { NewWait } from "../runtime/journal.js";
 import { type Claim, heldUnder } from "./claim.js";
 import { createExecutions } from "./create-executions.js";
+import { timerDispatch } from "./fire-timer.js";
 import { requeueExecution, resolveWait } from "./resolve-wait.js";
 import { transition } from "./transition.js";
 
@@ -68,13 +69,7 @@ export async function blockExecution(
         }
       }
       if (wait.status === "pending" && wait.wakeAt) {
-        dispatch.push({
-          projectId: row.projectId,
-          queueName: row.queueName,
-          jobId: timerJobId(wait.id),
-          delayMs: wait.wakeAt.getTime() - Date.now(),
-          data: { kind: "timer", projectId: row.projectId, executionId: row.id, waitId: wait.id },
-        });
+        dispatch.push(timerDispatch(row, wait.id, wait.wakeAt.getTime() - Date.now()));
       }
     }
 

@@ -2,7 +2,7 @@ import type { Execution, Prisma } from "@spool/db";
 import { conflict, isTerminal } from "@spool/shared";
 import { type EngineDeps, TX_OPTIONS } from "../deps.js";
 import { afterFinish } from "./after-finish.js";
-import { cancelPendingWaits } from "./finish-execution.js";
+import { closePendingWaits } from "./close-waits.js";
 import { lockExecution, lockProjectExecution } from "./lock.js";
 import { NON_TERMINAL } from "./statuses.js";
 import { transition } from "./transition.js";
@@ -34,7 +34,7 @@ export async function cancelExecution(
       });
       if (moved) done.push(moved);
     }
-    await cancelPendingWaits(tx, ids);
+    await closePendingWaits(tx, ids); // their children are all in `ids` already
     const spans = [];
     for (const moved of done) spans.push(...(await deps.traces.syncInTransaction(tx, moved)));
     return { done, spans };

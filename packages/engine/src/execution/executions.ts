@@ -173,8 +173,8 @@ export class Executions {
     return blockExecution(this.deps, args);
   }
 
-  release(executionId: string, claim?: Claim) {
-    return releaseExecution(this.deps, { executionId, claim });
+  release(executionId: string, claim?: Claim, delayMs?: number) {
+    return releaseExecution(this.deps, { executionId, claim, delayMs });
   }
 
   fireTimer(waitId: string) {

@@ -1,9 +1,11 @@
 import { type Execution, jsonOrNull, type Prisma } from "@spool/db";
-import type { SerializedError } from "@spool/shared";
+import { type SerializedError, SpoolError } from "@spool/shared";
 import { type EngineDeps, TX_OPTIONS } from "../deps.js";
 import type { DispatchRequest } from "../dispatch/dispatcher.js";
 import { afterFinish } from "./after-finish.js";
+import { cancelExecution } from "./cancel-execution.js";
 import { type Claim, heldUnder } from "./claim.js";
+import { closePendingWaits } from "./close-waits.js";
 import { runDispatch } from "./create-executions.js";
 import type { ExecutionStatus } from "./statuses.js";
 import { transition } from "./transition.js";
@@ -29,12 +31,13 @@ export async function completeExecution(
     if (!row) return null;
     // A branch still parked when the workflow returned (e.g. the loser of a Promise.race) must
     // not go on matching events and firing timers for a finished run.
-    await cancelPendingWaits(tx, [row.id]);
-    return { row, spans: await deps.traces.syncInTransaction(tx, row) };
+    const orphans = await closePendingWaits(tx, [row.id]);
+    return { row, orphans, spans: await deps.traces.syncInTransaction(tx, row) };
   }, TX_OPTIONS);
   if (!outcome) return null;
   deps.traces.publish(outcome.spans);
   await afterFinish(deps, outcome.row);
+  await cancelOrphans(deps, outcome.row, outcome.orphans);
   return outcome.row;
 }
 
@@ -78,9 +81,11 @@ export async function failExecution(
           data: { error: jsonOrNull(args.error), completedAt: new Date(), workerId: null },
         });
     if (!row) return null;
+    // A retry keeps its waits: the next attempt replays onto them (a running child is adopted).
+    let orphans: string[] = [];
     if (retry) await clearFailedSteps(tx, row.id);
-    else await cancelPendingWaits(tx, [row.id]);
-    return { row, spans: await deps.traces.syncInTransaction(tx, row) };
+    else orphans = await closePendingWaits(tx, [row.id]);
+    return { row, orphans, spans: await deps.traces.syncInTransaction(tx, row) };
   }, TX_OPTIONS);
   if (!outcome) return null;
   deps.traces.publish(outcome.spans);
@@ -88,17 +93,20 @@ export async function failExecution(
     await deps.dispatcher.dispatch([{ ...runDispatch(outcome.row), delayMs: args.retryDelayMs }]);
   } else {
     await afterFinish(deps, outcome.row);
+    await cancelOrphans(deps, outcome.row, outcome.orphans);
   }
   return outcome.row;
 }
 
 /**
- * running → queued for another worker (drain on shutdown, or a worker that stopped heartbeating).
- * A new dispatch sequence makes the old job stale, so only the new one runs it.
+ * running → queued for another worker (drain on shutdown, a worker that stopped heartbeating, or
+ * one that does not have the workflow). A new dispatch sequence makes the old job stale, so only
+ * the new one runs it; `delayMs` holds the new job back (so the same worker does not take it
+ * straight back).
  */
 export async function releaseExecution(
   deps: EngineDeps,
-  args: { executionId: string; claim?: Partial<Claim> },
+  args: { executionId: string; claim?: Partial<Claim>; delayMs?: number },
 ): Promise<Execution | null> {
   const outcome = await deps.prisma.$transaction(async (tx) => {
     const row = await transition(tx, {
@@ -112,21 +120,20 @@ export async function releaseExecution(
   }, TX_OPTIONS);
   if (!outcome) return null;
   deps.traces.publish(outcome.spans);
-  await deps.dispatcher.dispatch([runDispatch(outcome.row)]);
+  await deps.dispatcher.dispatch([{ ...runDispatch(outcome.row), delayMs: args.delayMs }]);
   return outcome.row;
 }
 
 export type { DispatchRequest };
 
-/** A finished run's open waits are closed, so no event or timer acts on it later. */
-export async function cancelPendingWaits(
-  tx: Prisma.TransactionClient,
-  executionIds: string[],
-): Promise<void> {
-  await tx.wait.updateMany({
-    where: { executionId: { in: executionIds }, status: "pending" },
-    data: { status: "cancelled" },
-  });
+/** Child runs of a finished parent that it was still waiting for are cancelled (with their own). */
+async function cancelOrphans(deps: EngineDeps, parent: Execution, childIds: string[]): Promise<void> {
+  for (const executionId of childIds) {
+    await cancelExecution(deps, { projectId: parent.projectId, executionId }).catch((err: unknown) => {
+      // Already finished meanwhile: nothing to cancel.
+      if (!(err instanceof SpoolError && err.type === "CONFLICT")) throw err;
+    });
+  }
 }
 
 /**

@@ -15,9 +15,23 @@ import { Prisma } from "@spool/db";
 import type { Logger } from "@spool/shared";
 import type { SpanSink } from "./record-spans.js";
 import type { SpanRow } from "./span-rows.js";
+import type { Traces } from "./traces.js";
 
 /** Large inputs and outputs (whole LLM conversations) are cut to keep export requests small. */
 const MAX_JSON_ATTRIBUTE = 8192;
+
+/**
+ * Every process that moves runs writes spans (the worker as it runs them, the API on cancel, the
+ * scheduler on timeouts and sweeps), so each exports them when the standard variable is set.
+ */
+export function exportSpansIfConfigured(
+  traces: Pick<Traces, "exportTo">,
+  options: { serviceName: string; logger: Logger },
+): void {
+  if (!process.env.OTEL_EXPORTER_OTLP_ENDPOINT) return;
+  traces.exportTo(createOtlpSpanSink(options));
+  options.logger.info({ endpoint: process.env.OTEL_EXPORTER_OTLP_ENDPOINT }, "exporting spans over OTLP");
+}
 
 /**
  * A sink for Engine.traces.exportTo. Endpoint and headers come from the standard variables

@@ -34,10 +34,12 @@ export function executionSpan(e: Execution): SpanRow {
       attempt: e.attempt,
       queue_name: e.queueName,
       deployment_id: e.deploymentId,
+      // A run going for another attempt is not in error (has_error=false); it shows why it retries.
+      ...(e.status !== "failed" && e.error ? { last_attempt_error: e.error as Prisma.InputJsonValue } : {}),
     },
     input: json(e.input),
     output: json(e.result),
-    error: json(e.error),
+    error: json(e.status === "failed" ? e.error : null),
     startedAt: e.startedAt ?? e.createdAt,
     endedAt,
   };

@@ -31,6 +31,26 @@ export class Workers {
     readonly heartbeatIntervalSeconds: number,
   ) {}
 
+  /**
+   * Whether another online worker of the project says it runs this workflow (its registered
+   * capabilities): during a rolling deploy, an old worker hands a new workflow's run to a new one.
+   */
+  async servedElsewhere(
+    projectId: string,
+    workflowId: string,
+    exceptWorkerId: string | null,
+  ): Promise<boolean> {
+    const found = await this.prisma.worker.count({
+      where: {
+        projectId,
+        status: "online",
+        ...(exceptWorkerId ? { id: { not: exceptWorkerId } } : {}),
+        capabilities: { path: ["workflow_ids"], array_contains: [workflowId] },
+      },
+    });
+    return found > 0;
+  }
+
   async register(projectId: string, input: RegisterWorkerInput): Promise<Worker> {
     const deployment = await this.prisma.deployment.count({
       where: { projectId, deploymentId: input.deploymentId },
