@@ -139,6 +139,26 @@ describe("durable execution (real API, worker and scheduler processes)", () => {
     });
   });
 
+  it("cancelling a run in the middle of a step: the step finishes, no further step runs", async () => {
+    const { execution_id } = await sys.client.run("slow-middle", {});
+    await eventually(async () => ((await countOf(execution_id, "slow-start")) === 1 ? true : undefined));
+    expect((await sys.client.executions.cancel(execution_id)).status).toBe("cancelled");
+    // The worker learns it when it stores the slow step (1.5 s), and stops there.
+    await eventually(async () =>
+      (
+        await sys.client.request<{ steps: { step_key: string }[] }>(
+          "GET",
+          `/executions/${execution_id}/steps`,
+        )
+      ).steps.length === 2
+        ? true
+        : undefined,
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await countOf(execution_id, "last")).toBe(0);
+    expect((await sys.client.executions.get(execution_id)).status).toBe("cancelled");
+  });
+
   it("crash: a worker SIGKILLed during step 2 — another finishes the run and step 1 ran exactly once", async () => {
     const { execution_id } = await sys.client.run("crashable", {});
     await eventually(async () => ((await countOf(execution_id, "step-2-start")) === 1 ? true : undefined));

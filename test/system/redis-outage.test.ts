@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { countOf } from "../fixtures/side-effects.js";
 import { eventually, type System, startRedis, startSystem } from "./harness.js";
 
 describe("Redis outage: nothing accepted is lost", () => {
@@ -35,5 +36,16 @@ describe("Redis outage: nothing accepted is lost", () => {
     const done = await sys.client.executions.waitForResult(execution_id, { timeoutMs: 45_000 });
     expect(done.status).toBe("completed");
     expect((done.result as { sleptMs: number }).sleptMs).toBeGreaterThanOrEqual(1500);
+  });
+
+  it("a run accepted and running when Redis dies (and comes back empty) completes, each step once", async () => {
+    const { execution_id } = await sys.client.run("slow-middle", {});
+    await eventually(async () => ((await countOf(execution_id, "slow-start")) === 1 ? true : undefined));
+    await redis.stop();
+    await new Promise((r) => setTimeout(r, 500));
+    redis = await startRedis(redis.port);
+    const done = await sys.client.executions.waitForResult(execution_id, { timeoutMs: 45_000 });
+    expect(done).toMatchObject({ status: "completed", result: "done" });
+    for (const label of ["first", "slow-start", "last"]) expect(await countOf(execution_id, label)).toBe(1);
   });
 });
