@@ -46,6 +46,9 @@ export class SpoolApiError extends Error {
 }
 
 type WorkflowRef<I> = string | WorkflowDefinition<I, unknown>;
+
+/** The longest single wait the API grants (`?wait=`, seconds). */
+const MAX_WAIT_SECONDS = 120;
 const idOf = <I>(w: WorkflowRef<I>) => (typeof w === "string" ? w : w.id);
 
 /** A typed client of the REST API (`/api/v1`). */
@@ -114,15 +117,21 @@ export function createClient(options: ClientOptions) {
         "POST",
         `/executions/${encodeURIComponent(id)}/cancel`,
       ),
-    /** Polls until the execution is completed, failed or cancelled. */
-    async waitForResult(id: string, { timeoutMs = 60_000, intervalMs = 200 } = {}): Promise<Execution> {
+    /**
+     * The execution once it is completed, failed or cancelled. Long-polls (`?wait=`): the server
+     * answers the moment the run finishes, with no polling interval to wait out.
+     */
+    async waitForResult(id: string, { timeoutMs = 60_000 } = {}): Promise<Execution> {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const e = await executions.get(id);
+        const waitSeconds = Math.min(MAX_WAIT_SECONDS, Math.max(0, deadline - Date.now()) / 1000);
+        const e = await request<Execution>(
+          "GET",
+          `/executions/${encodeURIComponent(id)}?wait=${waitSeconds.toFixed(3)}`,
+        );
         if (isTerminal(e.status)) return e;
-        if (Date.now() > deadline)
+        if (Date.now() >= deadline)
           throw new Error(`execution ${id} is still ${e.status} after ${timeoutMs} ms`);
-        await new Promise((r) => setTimeout(r, intervalMs));
       }
     },
   };

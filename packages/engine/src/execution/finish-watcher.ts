@@ -25,7 +25,7 @@ export class FinishWatcher {
     executionId: string,
     timeoutMs: number,
   ): Promise<T> {
-    await this.subscribe();
+    this.subscribe();
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const signal = this.nextSignal(executionId, Math.max(0, Math.min(RECHECK_MS, deadline - Date.now())));
@@ -55,14 +55,16 @@ export class FinishWatcher {
     return { done, cancel: finish };
   }
 
-  private async subscribe(): Promise<void> {
+  private subscribe(): void {
     if (this.subscriber) return;
     this.subscriber = this.redis.duplicate({ maxRetriesPerRequest: null });
     this.subscriber.on("error", () => {});
     this.subscriber.on("message", (_channel: string, id: string) => {
       for (const wake of [...(this.waiters.get(id) ?? [])]) wake();
     });
-    await this.subscriber.subscribe(FINISHED_CHANNEL).catch(() => {});
+    // Not awaited: with Redis away the subscription waits for it to return, and a waiter must not.
+    // Until then waiters re-check on their own (RECHECK_MS).
+    void this.subscriber.subscribe(FINISHED_CHANNEL).catch(() => {});
   }
 
   close(): void {
