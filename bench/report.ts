@@ -61,7 +61,7 @@ export function renderMarkdown(r: BenchResult): string {
     "| figure (ms) | p50 / p95 / p99 | floor, same run (p50 / p95 / p99) | ours ÷ floor (p50) |",
     "|---|---|---|---|",
     `| run → completed, client-observed (POST …/run?wait=30) | ${pct(latency.runToCompletedMs)} | BullMQ add → completed, concurrency 1: ${pct(bull1.roundTripMs)} | ${ratio(latency.runToCompletedMs.p50, bull1.roundTripMs.p50)} |`,
-    `| step → next step gap in the worker (stored timestamps, 1 ms resolution, ${latency.stepGapMs.n} gaps) | ${pct(latency.stepGapMs)} | Postgres INSERT + commit: ${pct(pg1.insertCommitMs)} | ${ratio(latency.stepGapMs.p50, pg1.insertCommitMs.p50)} |`,
+    `| step → next step gap in the worker (measured in the worker, ${latency.stepGapMs.n} gaps) | ${pct(latency.stepGapMs)} | Postgres INSERT + commit: ${pct(pg1.insertCommitMs)} | ${ratio(latency.stepGapMs.p50, pg1.insertCommitMs.p50)} |`,
     `| breakdown: created_at → completed_at as stored (server side) | ${pct(latency.serverCreatedToCompletedMs)} | | |`,
     `| breakdown: created_at → started_at (queue wait + worker pickup) | ${pct(latency.serverCreatedToStartedMs)} | | |`,
     `| breakdown: execution started_at → first step started_at | ${pct(latency.startedToFirstStepMs)} | | |`,

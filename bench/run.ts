@@ -45,7 +45,7 @@ const PLANS = {
     floor: { jobs1: 20, jobsN: 100, inserts1: 20, insertsN: 100, timeoutMs: 20_000 },
   },
   quick: {
-    latency: { runs: 200, warmup: 20, timeoutMs: 60_000 },
+    latency: { runs: 500, warmup: 50, timeoutMs: 60_000 },
     throughput: {
       rates: [10, 25, 50, 100, 200, 400, 800],
       windowMs: 5_000,
@@ -56,7 +56,7 @@ const PLANS = {
     floor: { jobs1: 500, jobsN: 5_000, inserts1: 500, insertsN: 5_000, timeoutMs: 30_000 },
   },
   full: {
-    latency: { runs: 500, warmup: 50, timeoutMs: 180_000 },
+    latency: { runs: 2_000, warmup: 100, timeoutMs: 300_000 },
     throughput: {
       rates: [10, 25, 50, 100, 200, 400, 800],
       windowMs: 20_000,

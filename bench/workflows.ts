@@ -5,14 +5,22 @@ import { defineQueue, defineWorkflow } from "@spool/sdk";
 /** Its own queue, without a concurrency limit: the worker's SPOOL_WORKER_CONCURRENCY is the bound. */
 export const benchQueue = defineQueue({ name: "bench", concurrencyLimit: null });
 
-/** Three no-op steps: each one is a stored step result (one Postgres commit) and nothing else. */
+/** The worker's wall clock with sub-millisecond resolution (stored timestamps have 1 ms). */
+const now = () => performance.timeOrigin + performance.now();
+
+/**
+ * Three no-op steps: each one is a stored step result (one Postgres commit) and nothing else. Each
+ * returns the moment its function ran, so the result holds the worker's own step-to-step gaps: the
+ * time from one step's function returning to the next one's starting (storing the result and
+ * moving on), measured in the worker rather than from millisecond timestamps.
+ */
 export const benchThreeSteps = defineWorkflow(
   { id: "bench-3-steps", queue: "bench" },
   async (ctx, input: { i: number }) => {
-    const a = await ctx.step.run("one", () => input.i + 1);
-    const b = await ctx.step.run("two", () => a + 1);
-    const c = await ctx.step.run("three", () => b + 1);
-    return { c };
+    const one = await ctx.step.run("one", () => ({ n: input.i + 1, at: now() }));
+    const two = await ctx.step.run("two", () => ({ n: one.n + 1, at: now() }));
+    const three = await ctx.step.run("three", () => ({ n: two.n + 1, at: now() }));
+    return { c: three.n, stepsAt: [one.at, two.at, three.at] };
   },
 );
 
