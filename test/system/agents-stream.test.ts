@@ -1,10 +1,6 @@
-import { fileURLToPath } from "node:url";
 import { type LlmResponse, runTopic } from "@spool/shared";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startTestLlm, type TestLlm } from "../llm/server.js";
-import { type System, startSystem } from "./harness.js";
-
-const AGENTS = fileURLToPath(new URL("../fixtures/agents.ts", import.meta.url));
+import { describe, expect, it } from "vitest";
+import { useAgentSystem } from "./agent-system.js";
 
 interface StreamEvent {
   event_type: string | null;
@@ -13,39 +9,27 @@ interface StreamEvent {
 }
 
 describe("an agent's live stream: which call each event belongs to, and a finish that is never lost", () => {
-  let sys: System;
-  let llm: TestLlm;
-
-  beforeAll(async () => {
-    llm = await startTestLlm();
-    sys = await startSystem({ workflowsModule: AGENTS, workerEnv: { SPOOL_LLM_BASE_URL: llm.url } });
-    await sys.startWorker();
-  });
-  afterAll(async () => {
-    await sys?.stop();
-    await llm?.close();
-  });
-  beforeEach(() => llm.reset());
+  const env = useAgentSystem();
 
   const streamOf = async (executionId: string) => {
     const topic = runTopic("weather-agent", executionId);
-    const { events } = await sys.engine.events.history(sys.projectId, topic, 0, 500);
+    const { events } = await env.sys.engine.events.history(env.sys.projectId, topic, 0, 500);
     return events as StreamEvent[];
   };
   const storedLlmStep = async (executionId: string, key: string) => {
-    const steps = await sys.client.executions.steps(executionId);
+    const steps = await env.sys.client.executions.steps(executionId);
     return steps.find((s) => s.step_key === key)!;
   };
 
   it("a call cut off mid-answer is retried under a new call_id; the stored response names the call that counts", async () => {
-    llm.script(
+    env.llm.script(
       { text: "The answer is forty two.", chunkDelayMs: 30, dropAfterChunks: 2 },
       { text: "The answer is 42.", usage: { prompt_tokens: 12, completion_tokens: 6 } },
     );
-    const { execution_id } = await sys.client.run("weather-agent", { message: "The answer?" });
-    const done = await sys.client.executions.waitForResult(execution_id);
+    const { execution_id } = await env.sys.client.run("weather-agent", { message: "The answer?" });
+    const done = await env.sys.client.executions.waitForResult(execution_id);
     expect(done).toMatchObject({ status: "completed", result: { text: "The answer is 42." } });
-    expect(llm.requests).toHaveLength(2);
+    expect(env.llm.requests).toHaveLength(2);
 
     const events = await streamOf(execution_id);
     expect(events.every((e) => e.data.step_key === "llm-1" && typeof e.data.call_id === "string")).toBe(true);
@@ -69,16 +53,16 @@ describe("an agent's live stream: which call each event belongs to, and a finish
   });
 
   it("agent.finish is written before the final LLM step's result is stored, so no crash can lose it", async () => {
-    llm.script({ text: "Calm seas today." });
-    const { execution_id } = await sys.client.run("weather-agent", { message: "The sea?" });
-    expect((await sys.client.executions.waitForResult(execution_id)).status).toBe("completed");
+    env.llm.script({ text: "Calm seas today." });
+    const { execution_id } = await env.sys.client.run("weather-agent", { message: "The sea?" });
+    expect((await env.sys.client.executions.waitForResult(execution_id)).status).toBe("completed");
 
     // A replay does not publish the finish again, so it must be stored before the step is: a worker
     // SIGKILLed in between would otherwise lose it. Compare when each write began (one clock: the
     // test's Postgres and worker share a host).
     const finishes = (await streamOf(execution_id)).filter((e) => e.event_type === "agent.finish");
     expect(finishes).toHaveLength(1);
-    const { rows } = await sys.db.query<{ saved_at: Date }>(
+    const { rows } = await env.sys.db.query<{ saved_at: Date }>(
       "SELECT completed_at AS saved_at FROM step_results WHERE execution_id = $1 AND step_key = 'llm-1'",
       [execution_id],
     );

@@ -1,14 +1,13 @@
-import { fileURLToPath } from "node:url";
 import type { ListTracesResponse, TraceResponse } from "@spool/shared";
-import { isTerminal, traceIdOf } from "@spool/shared";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { traceIdOf } from "@spool/shared";
+import { describe, expect, it } from "vitest";
 import type { z } from "zod";
 import { openSse } from "../../apps/api/test/sse-client.js";
 import { countOf } from "../fixtures/side-effects.js";
-import { startTestLlm, type TestLlm } from "../llm/server.js";
-import { eventually, type System, startSystem } from "./harness.js";
+import type { TestLlm } from "../llm/server.js";
+import { useAgentSystem } from "./agent-system.js";
+import { eventually } from "./harness.js";
 
-const AGENTS = fileURLToPath(new URL("../fixtures/agents.ts", import.meta.url));
 type Trace = z.infer<typeof TraceResponse>;
 
 /** The tool results the model was sent in one request, by tool call id. */
@@ -16,34 +15,15 @@ const toolMessages = (llm: TestLlm, request: number) =>
   llm.requests[request]!.body.messages.filter((m) => m.role === "tool").map((m) => String(m.content));
 
 describe("agents (real API, worker processes and the AI SDK talking to a local test LLM)", () => {
-  let sys: System;
-  let llm: TestLlm;
+  const env = useAgentSystem();
 
-  beforeAll(async () => {
-    llm = await startTestLlm();
-    sys = await startSystem({ workflowsModule: AGENTS, workerEnv: { SPOOL_LLM_BASE_URL: llm.url } });
-    await sys.startWorker();
-  });
-  afterAll(async () => {
-    await sys?.stop();
-    await llm?.close();
-  });
-  beforeEach(() => llm.reset());
-
-  // A trace is written just after its run finishes (it is a view, eventually consistent within
-  // milliseconds): wait until it has caught up with the finished run, then assert on it.
+  // Read at once: the transition that finishes a run writes its trace in the same transaction, so a
+  // run seen finished has a trace that agrees.
   const trace = (executionId: string) =>
-    eventually(
-      async () => {
-        const t = await sys.client.request<Trace>("GET", `/traces/${traceIdOf(executionId)}`);
-        return t.status && isTerminal(t.status) ? t : undefined;
-      },
-      10_000,
-      "the trace to catch up",
-    );
+    env.sys.client.request<Trace>("GET", `/traces/${traceIdOf(executionId)}`);
 
   it("answers in three LLM turns with parallel tool calls; steps and trace show every call with token usage", async () => {
-    llm.script(
+    env.llm.script(
       {
         toolCalls: [
           { name: "get-weather", arguments: { city: "Paris" } },
@@ -57,8 +37,8 @@ describe("agents (real API, worker processes and the AI SDK talking to a local t
       },
       { text: "It is 21 C (69.8 F) in Paris.", usage: { prompt_tokens: 200, completion_tokens: 15 } },
     );
-    const { execution_id } = await sys.client.run("weather-agent", { message: "Weather in Paris?" });
-    const done = await sys.client.executions.waitForResult(execution_id);
+    const { execution_id } = await env.sys.client.run("weather-agent", { message: "Weather in Paris?" });
+    const done = await env.sys.client.executions.waitForResult(execution_id);
     expect(done.status).toBe("completed");
     expect(done.result).toMatchObject({
       text: "It is 21 C (69.8 F) in Paris.",
@@ -74,22 +54,22 @@ describe("agents (real API, worker processes and the AI SDK talking to a local t
     ]);
 
     // The model was told the tool error as a tool result, and saw the system prompt and the tools.
-    expect(llm.requests).toHaveLength(3);
+    expect(env.llm.requests).toHaveLength(3);
     // Streamed usage is sent only on request (as OpenAI does): the provider must ask for it.
-    expect(llm.requests[0]!.body.stream_options).toEqual({ include_usage: true });
-    expect(llm.requests[0]!.body.messages[0]).toMatchObject({
+    expect(env.llm.requests[0]!.body.stream_options).toEqual({ include_usage: true });
+    expect(env.llm.requests[0]!.body.messages[0]).toMatchObject({
       role: "system",
       content: expect.stringContaining("weather"),
     });
-    expect(llm.requests[0]!.body.tools?.map((t) => t.function.name).sort()).toEqual([
+    expect(env.llm.requests[0]!.body.tools?.map((t) => t.function.name).sort()).toEqual([
       "convert-units",
       "get-weather",
     ]);
-    const [paris, atlantisResult] = toolMessages(llm, 1);
+    const [paris, atlantisResult] = toolMessages(env.llm, 1);
     expect(JSON.parse(paris!)).toEqual({ city: "Paris", temp_c: 21 });
     expect(atlantisResult).toBe("Error: no weather station in Atlantis");
 
-    const steps = await sys.client.executions.steps(execution_id);
+    const steps = await env.sys.client.executions.steps(execution_id);
     expect(steps.map((s) => s.step_key)).toEqual([
       "llm-1",
       "tool-1-1-get-weather",
@@ -133,13 +113,13 @@ describe("agents (real API, worker processes and the AI SDK talking to a local t
   });
 
   it("a tool needing approval suspends the run; a rejection skips the tool and tells the model why", async () => {
-    llm.script(
+    env.llm.script(
       { toolCalls: [{ name: "send-email", arguments: { to: "ceo@acme.test", body: "hi" } }] },
       { text: "Understood, I did not send it." },
     );
-    const { execution_id } = await sys.client.run("mailer-agent", { message: "Email the CEO" });
+    const { execution_id } = await env.sys.client.run("mailer-agent", { message: "Email the CEO" });
     const parked = await eventually(async () => {
-      const e = await sys.client.executions.get(execution_id);
+      const e = await env.sys.client.executions.get(execution_id);
       return e.status === "suspended" ? e : undefined;
     });
     expect(parked.suspended_step_key).toBe("tool-1-1-send-email:approval");
@@ -148,17 +128,17 @@ describe("agents (real API, worker processes and the AI SDK talking to a local t
       tool_id: "send-email",
       input: { to: "ceo@acme.test" },
     });
-    expect(llm.requests).toHaveLength(1);
+    expect(env.llm.requests).toHaveLength(1);
 
-    await sys.client.executions.resume(execution_id, {
+    await env.sys.client.executions.resume(execution_id, {
       approved: false,
       feedback: "Never email the CEO directly",
     });
-    const done = await sys.client.executions.waitForResult(execution_id);
+    const done = await env.sys.client.executions.waitForResult(execution_id);
     expect(done.status).toBe("completed");
     expect(await countOf(execution_id, "send-email")).toBe(0);
-    expect(llm.requests).toHaveLength(2);
-    const [told] = toolMessages(llm, 1);
+    expect(env.llm.requests).toHaveLength(2);
+    const [told] = toolMessages(env.llm, 1);
     expect(told).toContain("rejected");
     expect(told).toContain("Never email the CEO directly");
     expect(done.result).toMatchObject({ text: "Understood, I did not send it." });
@@ -172,33 +152,35 @@ describe("agents (real API, worker processes and the AI SDK talking to a local t
   });
 
   it("an approved tool call runs and the model sees its output", async () => {
-    llm.script(
+    env.llm.script(
       { toolCalls: [{ name: "send-email", arguments: { to: "team@acme.test", body: "hi" } }] },
       { text: "Sent." },
     );
-    const { execution_id } = await sys.client.run("mailer-agent", { message: "Email the team" });
+    const { execution_id } = await env.sys.client.run("mailer-agent", { message: "Email the team" });
     await eventually(async () =>
-      (await sys.client.executions.get(execution_id)).status === "suspended" ? true : undefined,
+      (await env.sys.client.executions.get(execution_id)).status === "suspended" ? true : undefined,
     );
-    await sys.client.executions.resume(execution_id, { approved: true });
-    expect((await sys.client.executions.waitForResult(execution_id)).status).toBe("completed");
+    await env.sys.client.executions.resume(execution_id, { approved: true });
+    expect((await env.sys.client.executions.waitForResult(execution_id)).status).toBe("completed");
     expect(await countOf(execution_id, "send-email")).toBe(1);
-    expect(toolMessages(llm, 1).map((m) => JSON.parse(m))).toEqual([{ sent: true, to: "team@acme.test" }]);
+    expect(toolMessages(env.llm, 1).map((m) => JSON.parse(m))).toEqual([
+      { sent: true, to: "team@acme.test" },
+    ]);
   });
 
   it("an SSE client on the run's topic receives the text deltas live, in order, then a finish event", async () => {
     const words = ["The ", "sky ", "is ", "clear ", "over ", "Oslo ", "today", "."];
-    llm.script({ text: words.join(""), chunks: words, chunkDelayMs: 150 });
-    const { execution_id } = await sys.client.run("weather-agent", { message: "Oslo?" });
+    env.llm.script({ text: words.join(""), chunks: words, chunkDelayMs: 150 });
+    const { execution_id } = await env.sys.client.run("weather-agent", { message: "Oslo?" });
     const sse = await openSse(
-      `${sys.apiUrl}/api/v1/events/stream?workflow_id=weather-agent&workflow_run_id=${execution_id}`,
-      { authorization: `Bearer ${sys.apiKey}`, "x-project-id": sys.projectId },
+      `${env.sys.apiUrl}/api/v1/events/stream?workflow_id=weather-agent&workflow_run_id=${execution_id}`,
+      { authorization: `Bearer ${env.sys.apiKey}`, "x-project-id": env.sys.projectId },
     );
     try {
       expect(sse.status).toBe(200);
       await sse.waitFor(1, 20_000);
       // The first delta arrives while the model is still streaming, not after the run.
-      expect((await sys.client.executions.get(execution_id)).status).toBe("running");
+      expect((await env.sys.client.executions.get(execution_id)).status).toBe("running");
       const events = await eventually(async () => {
         const parsed = sse.received.map(
           (e) => JSON.parse(e.data) as { event_type: string; data: Record<string, unknown> },
@@ -222,9 +204,9 @@ describe("agents (real API, worker processes and the AI SDK talking to a local t
   });
 
   it("ctx.step.agent runs the agent as a child run in the same trace; ctx.step.tool runs a tool as a step", async () => {
-    llm.script({ text: "Sunny in Rome." });
-    const { execution_id } = await sys.client.run("weather-report", { city: "Rome" });
-    const done = await sys.client.executions.waitForResult(execution_id);
+    env.llm.script({ text: "Sunny in Rome." });
+    const { execution_id } = await env.sys.client.run("weather-report", { city: "Rome" });
+    const done = await env.sys.client.executions.waitForResult(execution_id);
     expect(done).toMatchObject({
       status: "completed",
       result: { text: "Sunny in Rome.", converted: { fahrenheit: 68 } },
@@ -246,20 +228,22 @@ describe("agents (real API, worker processes and the AI SDK talking to a local t
 
   it("GET /traces?has_error=true&workflow_id=... lists exactly the failed runs of that workflow", async () => {
     const runs = await Promise.all(
-      [true, false, true].map((fail) => sys.client.run("maybe-fail", { fail }).then((r) => r.execution_id)),
+      [true, false, true].map((fail) =>
+        env.sys.client.run("maybe-fail", { fail }).then((r) => r.execution_id),
+      ),
     );
-    const other = (await sys.client.run("always-fail", {})).execution_id;
-    await Promise.all([...runs, other].map((id) => sys.client.executions.waitForResult(id)));
+    const other = (await env.sys.client.run("always-fail", {})).execution_id;
+    await Promise.all([...runs, other].map((id) => env.sys.client.executions.waitForResult(id)));
     type List = z.infer<typeof ListTracesResponse>;
     for (const id of runs) await trace(id!); // every trace has caught up with its run
-    const failed = await sys.client.request<List>("GET", "/traces?has_error=true&workflow_id=maybe-fail");
+    const failed = await env.sys.client.request<List>("GET", "/traces?has_error=true&workflow_id=maybe-fail");
     expect(failed.traces.map((t) => t.trace_id).sort()).toEqual([runs[0]!, runs[2]!].map(traceIdOf).sort());
     expect(failed.traces[0]).toMatchObject({
       root_span_name: "maybe-fail",
       status: "failed",
       error: { message: "asked to fail" },
     });
-    const ok = await sys.client.request<List>("GET", "/traces?has_error=false&workflow_id=maybe-fail");
+    const ok = await env.sys.client.request<List>("GET", "/traces?has_error=false&workflow_id=maybe-fail");
     expect(ok.traces.map((t) => t.trace_id)).toEqual([traceIdOf(runs[1]!)]);
   });
 });

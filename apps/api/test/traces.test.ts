@@ -186,6 +186,29 @@ describe("traces", () => {
     await expectError(noAuth, 401, "UNAUTHORIZED");
   });
 
+  it("spans that start in the same millisecond keep the tree's order: parent first, then siblings by name", async () => {
+    const traceId = hex(777, 32);
+    const at = "2026-03-01T10:00:00.000Z";
+    const span = (id: number, name: string, parent: number | null) => ({
+      trace_id: traceId,
+      span_id: hex(id, 16),
+      parent_span_id: parent === null ? null : hex(parent, 16),
+      name,
+      span_type: parent === null ? "workflow" : "tool",
+      started_at: at,
+    });
+    // Ids chosen so that ordering by id would put the children first and tool-1-10 before tool-1-2.
+    const spans = [
+      span(0x90, "agent", null),
+      span(0x10, "tool-1-10", 0x90),
+      span(0x20, "tool-1-2", 0x90),
+      span(0x30, "tool-1-1", 0x90),
+    ];
+    await call(a, "/internal/spans/batch", { method: "POST", json: { spans } });
+    const t = (await (await call(a, `/api/v1/traces/${traceId}`)).json()) as { spans: { name: string }[] };
+    expect(t.spans.map((s) => s.name)).toEqual(["agent", "tool-1-1", "tool-1-2", "tool-1-10"]);
+  });
+
   it("another project sees none of it and cannot overwrite it", async () => {
     expect((await list(b, "")).traces).toEqual([]);
     await expectError(await call(b, `/api/v1/traces/${ok.traceId}`), 404, "NOT_FOUND");

@@ -45,12 +45,9 @@ export async function listTraces(
   return toPage(rows, page.limit, (s) => timeCursorOf(s.startedAt, s.spanId));
 }
 
-/** Every span of a trace, oldest first; 404 when the project has none with this id. */
+/** Every span of a trace, oldest first (see byStartThenTree); 404 when the project has none. */
 export async function getTrace(prisma: PrismaClient, projectId: string, traceId: string) {
-  const spans = await prisma.span.findMany({
-    where: { projectId, traceId },
-    orderBy: [{ startedAt: "asc" }, { spanId: "asc" }],
-  });
+  const spans = byStartThenTree(await prisma.span.findMany({ where: { projectId, traceId } }));
   if (spans.length === 0) throw notFound("trace", traceId);
   const root: Span = spans.find((s) => s.parentSpanId === null) ?? spans[0]!;
   const ends = spans.map((s) => s.endedAt?.getTime() ?? null);
@@ -63,4 +60,26 @@ export async function getTrace(prisma: PrismaClient, projectId: string, traceId:
       root.endedAt ?? (ends.every((t) => t !== null) ? new Date(Math.max(...(ends as number[]))) : null),
     errorCount: spans.filter((s) => s.error !== null).length,
   };
+}
+
+/**
+ * Oldest first. Spans that start in the same millisecond (a run and its first step, parallel tool
+ * calls) keep the tree's order: parents before children, then siblings by name (`tool-1-1` before
+ * `tool-1-2`), not by their hashed ids.
+ */
+function byStartThenTree(spans: Span[]): Span[] {
+  const parentOf = new Map(spans.map((s) => [s.spanId, s.parentSpanId]));
+  const depth = (s: Span) => {
+    let d = 0;
+    for (let p = s.parentSpanId; p !== null && d <= spans.length; p = parentOf.get(p) ?? null) d++;
+    return d;
+  };
+  const depths = new Map(spans.map((s) => [s.spanId, depth(s)]));
+  return [...spans].sort(
+    (a, b) =>
+      a.startedAt.getTime() - b.startedAt.getTime() ||
+      (depths.get(a.spanId) ?? 0) - (depths.get(b.spanId) ?? 0) ||
+      a.name.localeCompare(b.name, "en", { numeric: true }) ||
+      a.spanId.localeCompare(b.spanId),
+  );
 }
