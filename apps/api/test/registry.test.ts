@@ -210,4 +210,32 @@ describe("agents and tools", () => {
       "INVALID_INPUT",
     );
   });
+
+  it("another project sees none of a project's agents and tools; concurrent registrations all succeed", async () => {
+    const p = await api.createProject();
+    const call = (path: string, init: { method?: string; json?: unknown } = {}) =>
+      api.request(path, { ...init, key: p.key, projectId: p.projectId });
+    await call("/api/v1/workers/deployments", { method: "POST", json: { deployment_id: "d1" } });
+    // Several workers of one deployment start at once and register the same agent and tool.
+    const registrations = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => [
+        call("/api/v1/agents/register", {
+          method: "POST",
+          json: { id: "shared-agent", provider: "openai", model: `m-${i}` },
+        }),
+        call("/api/v1/tools/register", { method: "POST", json: { id: "shared-tool", description: `v${i}` } }),
+      ]).flat(),
+    );
+    expect(registrations.map((r) => r.status)).toEqual(registrations.map(() => 200));
+
+    const other = await api.createProject();
+    const as = (path: string) => api.request(path, { key: other.key, projectId: other.projectId });
+    expect(((await (await as("/api/v1/agents")).json()) as { agents: unknown[] }).agents).toEqual([]);
+    expect(((await (await as("/api/v1/tools")).json()) as { tools: unknown[] }).tools).toEqual([]);
+    await expectError(await as("/api/v1/agents/shared-agent"), 404, "NOT_FOUND");
+    await expectError(await as("/api/v1/tools/shared-tool"), 404, "NOT_FOUND");
+    expect((await (await call("/api/v1/agents/shared-agent")).json()) as { id: string }).toMatchObject({
+      id: "shared-agent",
+    });
+  });
 });
