@@ -54,6 +54,16 @@ const logger = { info() {}, warn() {}, error() {} };
 const run = <I, O>(definition: WorkflowDefinition<I, O>, journal: Journal, input: I, canRetry = false) =>
   replay({ definition, input, execution, journal, logger, canRetry });
 
+/** A journal that refuses every write with `error` (a run no longer ours, a database gone). */
+const refusingJournal = (error: Error): Journal => ({
+  steps: new Map(),
+  waits: new Map(),
+  eventCursor: async () => 0n,
+  saveStep: async () => {
+    throw error;
+  },
+});
+
 const done = (stepKey: string, seq: number, output: unknown): JournalStep => ({
   stepKey,
   seq,
@@ -299,14 +309,7 @@ describe("replay", () => {
       }
       return "continued";
     });
-    const journal: Journal = {
-      steps: new Map(),
-      waits: new Map(),
-      eventCursor: async () => 0n,
-      saveStep: async () => {
-        throw new ExecutionAbortedError("execution was cancelled");
-      },
-    };
+    const journal = refusingJournal(new ExecutionAbortedError("execution was cancelled"));
     expect(await run(wf, journal, null)).toEqual({ type: "aborted", reason: "execution was cancelled" });
   });
 
@@ -322,14 +325,7 @@ describe("replay", () => {
       await ctx.step.run("b", () => ran.push("b"));
       return "continued";
     });
-    const journal: Journal = {
-      steps: new Map(),
-      waits: new Map(),
-      eventCursor: async () => 0n,
-      saveStep: async () => {
-        throw new ExecutionAbortedError("execution was handed to another worker");
-      },
-    };
+    const journal = refusingJournal(new ExecutionAbortedError("execution was handed to another worker"));
     expect(await run(wf, journal, null)).toEqual({
       type: "aborted",
       reason: "execution was handed to another worker",
@@ -413,14 +409,7 @@ describe("infrastructure errors", () => {
         return "the workflow swallowed it"; // must not turn an outage into a completed run
       }
     });
-    const journal: Journal = {
-      steps: new Map(),
-      waits: new Map(),
-      eventCursor: async () => 0n,
-      saveStep: async () => {
-        throw new Error("connection terminated unexpectedly");
-      },
-    };
+    const journal = refusingJournal(new Error("connection terminated unexpectedly"));
     await expect(run(wf, journal, null, true)).rejects.toThrow("connection terminated unexpectedly");
     expect(calls).toBe(1);
   });
