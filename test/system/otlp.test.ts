@@ -29,7 +29,7 @@ async function startCollector() {
   return { url: `http://127.0.0.1:${port}`, spans, close: () => new Promise((r) => server.close(r)) };
 }
 
-describe("OTLP export (real worker process)", () => {
+describe("OTLP export (real worker and scheduler processes)", () => {
   let sys: System;
   let collector: Awaited<ReturnType<typeof startCollector>>;
 
@@ -37,6 +37,7 @@ describe("OTLP export (real worker process)", () => {
     collector = await startCollector();
     sys = await startSystem({ workerEnv: { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url } });
     await sys.startWorker();
+    await sys.startScheduler({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.url });
   });
   afterAll(async () => {
     await sys?.stop();
@@ -52,5 +53,19 @@ describe("OTLP export (real worker process)", () => {
       return mine.length >= 4 ? mine : undefined;
     }, 10_000);
     expect(names.sort()).toEqual(["add-one", "describe", "double", "three-steps"]);
+  });
+
+  it("a run the scheduler ends (its run timeout, while suspended) is exported by the scheduler", async () => {
+    const { execution_id } = await sys.client.run("approval", { amount: 1 }, { runTimeoutSeconds: 1 });
+    const done = await sys.client.executions.waitForResult(execution_id, { timeoutMs: 20_000 });
+    expect(done).toMatchObject({ status: "failed", error: { name: "RunTimeoutError" } });
+    // The worker parked the run unfinished, so it never exported the run's own span: only the
+    // scheduler, which failed it, can have.
+    const traceId = execution_id.replaceAll("-", "");
+    const root = await eventually(
+      async () => collector.spans.find((s) => s.traceId === traceId && s.name === "approval"),
+      10_000,
+    );
+    expect(root).toBeDefined();
   });
 });

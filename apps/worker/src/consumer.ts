@@ -79,7 +79,9 @@ export class Consumer {
     if (await within(timeoutMs)) return { finished: true, handedBack: 0 };
     let handedBack = 0;
     for (const run of [...this.inFlight.values()]) {
-      if (await this.o.engine.executions.release(run.executionId, run.claim)) handedBack++;
+      // Not released: the run is finishing (or was moved) right now; its job ends on its own.
+      if (!(await this.o.engine.executions.release(run.executionId, run.claim))) continue;
+      handedBack++;
       run.handBack();
     }
     // Their jobs now complete on their own; force-close only if BullMQ cannot finish them.

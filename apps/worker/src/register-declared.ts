@@ -4,7 +4,7 @@ import type { Logger, WorkflowDefinition } from "@spool/shared";
 /**
  * Registers the event triggers and cron schedules declared in `defineWorkflow({ trigger, schedule })`.
  * Both are upserts keyed by workflow (and topic or schedule key), so every worker start may repeat
- * them; a schedule paused through the API stays paused.
+ * them; a schedule paused or changed through the API keeps what the code does not declare.
  */
 export async function registerDeclared(
   client: SpoolClient,
@@ -24,12 +24,14 @@ export async function registerDeclared(
       args.logger.info({ workflow_id: w.id, topic: trigger.topic }, "event trigger registered");
     }
     if (schedule) {
+      // Only what the code declares: a field left out keeps what was set through the API (PATCH),
+      // and an unchanged cron and timezone keep the schedule's due occurrences.
       await client.request("POST", "/schedules", {
         workflow_id: w.id,
         cron: schedule.cron,
-        timezone: schedule.timezone ?? "UTC",
+        timezone: schedule.timezone,
         key: schedule.key ?? "global",
-        input: schedule.input ?? {},
+        input: schedule.input,
       });
       args.logger.info({ workflow_id: w.id, cron: schedule.cron }, "schedule registered");
     }

@@ -138,20 +138,22 @@ describe("schedule firing", () => {
       overlapPolicy: "allow_all",
       catchupWindowSeconds: 600,
     });
+    // Changed through the API (PATCH) since the code declared it.
+    await engine.schedules.update(projectId, created.id, { timezone: "Europe/Berlin", input: { team: "a" } });
     clock.set("2030-01-01T00:03:10Z"); // 00:01, 00:02 and 00:03 are due but not fired yet
-    // What apps/worker/src/register-declared.ts sends on every start.
+    // What apps/worker/src/register-declared.ts sends on every start for `schedule: { cron }`.
     const redeclared = await engine.schedules.upsert(projectId, {
       workflowId: "wf",
       cron: "* * * * *",
-      timezone: "UTC",
       key: "global",
-      input: {},
     });
     expect(redeclared).toMatchObject({
       id: created.id,
       nextRunAt: at("2030-01-01T00:01:00Z"),
       overlapPolicy: "allow_all",
       catchupWindowSeconds: 600,
+      timezone: "Europe/Berlin",
+      input: { team: "a" },
     });
     await engine.scheduleFiring.fireDue();
     const runs = await prisma.execution.findMany({ where: { projectId }, orderBy: { createdAt: "asc" } });

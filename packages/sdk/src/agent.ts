@@ -116,12 +116,16 @@ async function runAgent(
         // cannot lose it: replay would not publish it again. If the worker dies before the result
         // is stored, the call is made again and announces its own end under a new call_id.
         if (isLast(r)) {
-          await stream.publish("agent.finish", {
-            call_id: r.call_id,
-            text: r.text,
-            stopped,
-            usage: addUsage({ ...usage }, r.usage),
-          });
+          await stream.publish(
+            "agent.finish",
+            {
+              call_id: r.call_id,
+              text: r.text,
+              stopped,
+              usage: addUsage({ ...usage }, r.usage),
+            },
+            { now: true },
+          );
         }
         return r;
       },

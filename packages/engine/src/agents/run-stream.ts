@@ -8,9 +8,9 @@ export const STREAM_FLUSH_MS = 50;
 /**
  * The live events of one run (agent text deltas, tool calls, finish), published in order on the
  * run's topic `workflow/<workflow_id>/<execution_id>`, where `GET /events/stream` shows them.
- * `publish` returns a promise that settles once the event is written: the replay runtime hands it
- * back to the step, which awaits it for an event that must not be lost (`agent.finish` is awaited
- * before the LLM step's result is stored).
+ * `publish` returns a promise that settles once the event is written (`now` writes it without
+ * waiting for the next batch): the replay runtime hands it back to the step, which awaits it for an
+ * event a crash must not lose (`agent.finish` is written before the LLM step's result is stored).
  */
 export function createRunStream(
   events: Events,
@@ -28,5 +28,10 @@ export function createRunStream(
       ),
     onError,
   );
-  return { topic, publish: batcher.add, flush: batcher.flush };
+  const publish = (e: { eventType: string; data: Record<string, unknown>; now?: boolean }) => {
+    const written = batcher.add({ eventType: e.eventType, data: e.data });
+    if (e.now) void batcher.flush();
+    return written;
+  };
+  return { topic, publish, flush: batcher.flush };
 }

@@ -2,6 +2,7 @@ import type { Event, Prisma, Wait } from "@spool/db";
 import { Prisma as P } from "@spool/db";
 import type { EngineDeps } from "../deps.js";
 import type { DispatchRequest } from "../dispatch/dispatcher.js";
+import { inLockOrder } from "../execution/lock.js";
 import { resolveWait } from "../execution/resolve-wait.js";
 import { withIdempotency } from "../idempotency/idempotency.js";
 import { matchesFilter } from "./match.js";
@@ -179,22 +180,28 @@ export async function answerFromPublished(
   }
 }
 
-/** Each pending waitForEvent on the topic takes the first new event its filter matches. */
+/**
+ * Each pending waitForEvent on the topic takes the first new event its filter matches. Their runs
+ * are locked (by resolveWait) in inLockOrder, as cancel locks them.
+ */
 async function settleWaits(
   tx: Prisma.TransactionClient,
   projectId: string,
   topic: string,
   rows: Event[],
 ): Promise<DispatchRequest[]> {
-  const waits = await tx.wait.findMany({
-    where: { projectId, topic, kind: "event", status: "pending" },
-    orderBy: { createdAt: "asc" },
-  });
-  const wakes: DispatchRequest[] = [];
+  const waits = await tx.wait.findMany({ where: { projectId, topic, kind: "event", status: "pending" } });
   const ordered = [...rows].sort((a, b) => (a.sequenceId < b.sequenceId ? -1 : 1));
-  for (const wait of waits) {
+  const answered = waits.flatMap((wait) => {
     const event = ordered.find((e) => matchesFilter(e.data, wait.matchFilter ?? {}));
-    if (!event) continue;
+    return event ? [{ wait, event }] : [];
+  });
+  const rank = new Map(
+    (await inLockOrder(tx, [...new Set(answered.map((a) => a.wait.executionId))])).map((id, i) => [id, i]),
+  );
+  answered.sort((a, b) => (rank.get(a.wait.executionId) ?? 0) - (rank.get(b.wait.executionId) ?? 0));
+  const wakes: DispatchRequest[] = [];
+  for (const { wait, event } of answered) {
     const wake = await resolveWait(tx, wait, { status: "resolved", output: toPublishedEvent(event) });
     if (wake) wakes.push(wake);
   }

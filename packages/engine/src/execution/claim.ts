@@ -16,8 +16,6 @@ export const claimOf = (e: Pick<Execution, "dispatchSeq" | "lease">): Claim => (
   lease: e.lease,
 });
 
-/** The row guard of a write made under a claim; sweeps may guard on the dispatch sequence alone. */
-export const heldUnder = (claim: Partial<Claim> = {}): Prisma.ExecutionWhereInput => ({
-  ...(claim.dispatchSeq === undefined ? {} : { dispatchSeq: claim.dispatchSeq }),
-  ...(claim.lease === undefined ? {} : { lease: claim.lease }),
-});
+/** The row guard of a write made under a claim; without one (a sweep, a timeout) it guards nothing. */
+export const heldUnder = (claim?: Claim): Prisma.ExecutionWhereInput =>
+  claim ? { dispatchSeq: claim.dispatchSeq, lease: claim.lease } : {};

@@ -2,8 +2,8 @@ import type { Prisma } from "@spool/db";
 
 /**
  * A finished run's open waits are closed, so no event or timer acts on it later. Returns the child
- * runs it was still waiting for: nobody will read their results, so the caller cancels them once
- * its transaction has committed (as a parent's cancel does).
+ * runs it was still waiting for: nobody will read their results, so the caller cancels them in the
+ * same transaction (cancelTree), as a parent's cancel does.
  */
 export async function closePendingWaits(
   tx: Prisma.TransactionClient,

@@ -1,9 +1,9 @@
 import { type Execution, jsonOrNull, type Prisma } from "@spool/db";
-import { type SerializedError, SpoolError } from "@spool/shared";
+import type { SerializedError } from "@spool/shared";
 import { type EngineDeps, TX_OPTIONS } from "../deps.js";
 import type { DispatchRequest } from "../dispatch/dispatcher.js";
 import { afterFinish } from "./after-finish.js";
-import { cancelExecution } from "./cancel-execution.js";
+import { afterCancel, cancelTree } from "./cancel-execution.js";
 import { type Claim, heldUnder } from "./claim.js";
 import { closePendingWaits } from "./close-waits.js";
 import { runDispatch } from "./create-executions.js";
@@ -31,13 +31,13 @@ export async function completeExecution(
     if (!row) return null;
     // A branch still parked when the workflow returned (e.g. the loser of a Promise.race) must
     // not go on matching events and firing timers for a finished run.
-    const orphans = await closePendingWaits(tx, [row.id]);
+    const orphans = await cancelTree(deps, tx, await closePendingWaits(tx, [row.id]));
     return { row, orphans, spans: await deps.traces.syncInTransaction(tx, row) };
   }, TX_OPTIONS);
   if (!outcome) return null;
   deps.traces.publish(outcome.spans);
   await afterFinish(deps, outcome.row);
-  await cancelOrphans(deps, outcome.row, outcome.orphans);
+  await afterCancel(deps, outcome.orphans);
   return outcome.row;
 }
 
@@ -82,9 +82,8 @@ export async function failExecution(
         });
     if (!row) return null;
     // A retry keeps its waits: the next attempt replays onto them (a running child is adopted).
-    let orphans: string[] = [];
     if (retry) await clearFailedSteps(tx, row.id);
-    else orphans = await closePendingWaits(tx, [row.id]);
+    const orphans = await cancelTree(deps, tx, retry ? [] : await closePendingWaits(tx, [row.id]));
     return { row, orphans, spans: await deps.traces.syncInTransaction(tx, row) };
   }, TX_OPTIONS);
   if (!outcome) return null;
@@ -93,7 +92,7 @@ export async function failExecution(
     await deps.dispatcher.dispatch([{ ...runDispatch(outcome.row), delayMs: args.retryDelayMs }]);
   } else {
     await afterFinish(deps, outcome.row);
-    await cancelOrphans(deps, outcome.row, outcome.orphans);
+    await afterCancel(deps, outcome.orphans);
   }
   return outcome.row;
 }
@@ -106,7 +105,7 @@ export async function failExecution(
  */
 export async function releaseExecution(
   deps: EngineDeps,
-  args: { executionId: string; claim?: Partial<Claim>; delayMs?: number },
+  args: { executionId: string; claim?: Claim; delayMs?: number },
 ): Promise<Execution | null> {
   const outcome = await deps.prisma.$transaction(async (tx) => {
     const row = await transition(tx, {
@@ -125,16 +124,6 @@ export async function releaseExecution(
 }
 
 export type { DispatchRequest };
-
-/** Child runs of a finished parent that it was still waiting for are cancelled (with their own). */
-async function cancelOrphans(deps: EngineDeps, parent: Execution, childIds: string[]): Promise<void> {
-  for (const executionId of childIds) {
-    await cancelExecution(deps, { projectId: parent.projectId, executionId }).catch((err: unknown) => {
-      // Already finished meanwhile: nothing to cancel.
-      if (!(err instanceof SpoolError && err.type === "CONFLICT")) throw err;
-    });
-  }
-}
 
 /**
  * The new attempt runs the failed steps again; completed ones stay done. A failed wait step (a

@@ -268,6 +268,25 @@ describe("replay", () => {
     expect(reads).toBe(1);
   });
 
+  it("a wait reached after a step reads its own, later cursor (events from before it was reached do not answer it)", async () => {
+    const wf = workflow(async (ctx) =>
+      Promise.all([
+        ctx.step.waitForEvent("early", { topic: "t" }),
+        (async () => {
+          await ctx.step.run("long", () => "done");
+          return ctx.step.waitForEvent("late", { topic: "t" });
+        })(),
+      ]),
+    );
+    const { journal } = memoryJournal();
+    let sequence = 100n;
+    const moving: Journal = { ...journal, eventCursor: async () => sequence++ };
+    const outcome = await run(wf, moving, null);
+    if (outcome.type !== "blocked") throw new Error(`expected blocked, got ${outcome.type}`);
+    const byKey = Object.fromEntries(outcome.waits.map((w) => [w.stepKey, w.afterSequence]));
+    expect(byKey).toEqual({ early: 100n, late: 101n });
+  });
+
   it("a stored failure of a wait (timeout) is thrown to the workflow, which may catch it", async () => {
     const wf = workflow(async (ctx) => {
       try {

@@ -43,7 +43,11 @@ export interface ReplayOptions<I, O> {
    * the run's topic; the runtime stays free of the engine and its database. The returned promise
    * (settled once the event is written) is handed back to the step, which may await it.
    */
-  publish?: (event: { eventType: string; data: Record<string, unknown> }) => void | Promise<void>;
+  publish?: (event: {
+    eventType: string;
+    data: Record<string, unknown>;
+    now?: boolean;
+  }) => void | Promise<void>;
   /** Each step this replay executed (replayed ones are not reported again): the worker traces them. */
   onStepFinished?: (record: StepRecord) => void;
 }
@@ -202,8 +206,8 @@ class Replay<I, O> {
 
   private streamOf(stepKey: string) {
     return {
-      publish: (eventType: string, data: Record<string, unknown>) =>
-        this.o.publish?.({ eventType, data: { step_key: stepKey, ...data } }),
+      publish: (eventType: string, data: Record<string, unknown>, options?: { now?: boolean }) =>
+        this.o.publish?.({ eventType, data: { step_key: stepKey, ...data }, now: options?.now }),
     };
   }
 
@@ -280,6 +284,8 @@ class Replay<I, O> {
 
   /** A step (or a read the run must not block during) is no longer running. */
   private settled(): void {
+    // Waits reached from now on are reached later than the cursor read so far: they read their own.
+    this.eventCursor = undefined;
     this.inFlight--;
     if (this.inFlight === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
     this.scheduleIdleCheck();
@@ -369,9 +375,10 @@ class Replay<I, O> {
   }
 
   /**
-   * The project's event sequence, read once per replay (all event waits reached in it share it: a
-   * slightly earlier cursor only lets in events a little older). Counts as a running step meanwhile,
-   * so the run cannot block before the wait is reported; null when the read failed (halted).
+   * The project's event sequence, for a wait reached now. Waits reached together (say, in one
+   * Promise.all) share one read; once anything settles, the next wait reads again. Counts as a
+   * running step meanwhile, so the run cannot block before the wait is reported; null when the read
+   * failed (halted).
    */
   private async eventCursorOrHalt(): Promise<bigint | null> {
     this.inFlight++;

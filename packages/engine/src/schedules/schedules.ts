@@ -110,29 +110,35 @@ export class Schedules {
 
   /** Pause, resume or edit. The next occurrence is recomputed from now when timing changes. */
   async update(projectId: string, scheduleId: string, patch: UpdateScheduleInput): Promise<Schedule> {
-    const current = await this.get(projectId, scheduleId);
-    const cronText = patch.cron ?? current.cron;
-    const timezone = patch.timezone ?? current.timezone;
-    const cron = parseCron(cronText, timezone);
-    const status = patch.status ?? current.status;
-    const retime =
-      patch.cron !== undefined ||
-      patch.timezone !== undefined ||
-      (status === "active" && current.status !== "active");
-    return this.prisma.schedule.update({
-      where: { id: current.id },
-      data: {
-        cron: cronText,
-        timezone,
-        status,
-        ...(patch.input !== undefined ? { input: patch.input as JsonInput } : {}),
-        ...(patch.overlapPolicy !== undefined ? { overlapPolicy: patch.overlapPolicy } : {}),
-        ...(patch.catchupWindowSeconds !== undefined
-          ? { catchupWindowSeconds: patch.catchupWindowSeconds }
-          : {}),
-        ...(retime ? { nextRunAt: nextOccurrence(cron, this.clock()), bufferedRunAt: null } : {}),
-      },
-    });
+    const { id } = await this.get(projectId, scheduleId);
+    return this.prisma.$transaction(async (tx) => {
+      // Locked and read again: a worker re-declaring the schedule decides under the same lock, so
+      // neither writes back what it read before the other's change.
+      await tx.$queryRaw(P.sql`SELECT id FROM schedules WHERE id = ${id}::uuid FOR UPDATE`);
+      const current = await tx.schedule.findUniqueOrThrow({ where: { id } });
+      const cronText = patch.cron ?? current.cron;
+      const timezone = patch.timezone ?? current.timezone;
+      const cron = parseCron(cronText, timezone);
+      const status = patch.status ?? current.status;
+      const retime =
+        patch.cron !== undefined ||
+        patch.timezone !== undefined ||
+        (status === "active" && current.status !== "active");
+      return tx.schedule.update({
+        where: { id },
+        data: {
+          cron: cronText,
+          timezone,
+          status,
+          ...(patch.input !== undefined ? { input: patch.input as JsonInput } : {}),
+          ...(patch.overlapPolicy !== undefined ? { overlapPolicy: patch.overlapPolicy } : {}),
+          ...(patch.catchupWindowSeconds !== undefined
+            ? { catchupWindowSeconds: patch.catchupWindowSeconds }
+            : {}),
+          ...(retime ? { nextRunAt: nextOccurrence(cron, this.clock()), bufferedRunAt: null } : {}),
+        },
+      });
+    }, TX_OPTIONS);
   }
 
   async remove(projectId: string, scheduleId: string): Promise<void> {

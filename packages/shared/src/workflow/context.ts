@@ -93,12 +93,17 @@ export interface StepApi {
 
 /**
  * Live events of a running step, published on the run's topic `workflow/<workflow_id>/<execution_id>`
- * with the step's `step_key` added. They are batched; the worker's `publish` returns a promise that
- * settles once the event's batch is written, so a step can make an event durable before its result
- * is stored by awaiting it.
+ * with the step's `step_key` added. They are batched (one write per 50 ms); `publish` returns a
+ * promise that settles once the event's batch is written, and `{ now: true }` writes it at once. A
+ * step awaits it for an event a crash must not lose (written before the step's result is stored).
+ * A failed write is logged, not thrown: failing the step would pay for its LLM call again.
  */
 export interface StepStream {
-  publish(eventType: string, data: Record<string, unknown>): void | Promise<void>;
+  publish(
+    eventType: string,
+    data: Record<string, unknown>,
+    options?: { now?: boolean },
+  ): void | Promise<void>;
 }
 
 export interface LlmUsage {
