@@ -13,6 +13,7 @@ import pg from "pg";
 import { inject } from "vitest";
 import { createApp } from "../../apps/api/src/app.js";
 import { createEventHub } from "../../apps/api/src/streaming/event-hub.js";
+import { databaseOfThisFile } from "../../packages/engine/test/file-database.js";
 import { SIDE_EFFECTS_DDL } from "../fixtures/side-effects.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -137,6 +138,11 @@ export async function startRedis(
 
 export interface SystemOptions {
   redisUrl?: string;
+  /**
+   * A database of this test file's own: for tests of what a scheduler does to every project (its
+   * sweeps), which the other test files' schedulers would otherwise do first on the shared one.
+   */
+  ownDatabase?: boolean;
   workflowsModule?: string;
   workerEnv?: Record<string, string>;
   heartbeatIntervalSeconds?: number;
@@ -156,7 +162,7 @@ export interface System {
 }
 
 export async function startSystem(options: SystemOptions = {}): Promise<System> {
-  const databaseUrl = inject("databaseUrl");
+  const databaseUrl = options.ownDatabase ? await databaseOfThisFile() : inject("databaseUrl");
   // The fixtures' side-effect counter reads this in the test process.
   process.env.SPOOL_TEST_DATABASE_URL = databaseUrl;
   const redisUrl = options.redisUrl ?? inject("redisUrl");

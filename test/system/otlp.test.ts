@@ -35,7 +35,8 @@ describe("OTLP export (real worker and scheduler processes)", () => {
 
   beforeAll(async () => {
     collector = await startCollector();
-    sys = await startSystem({ workerEnv: { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url } });
+    // Own database: another test file's scheduler would time the run out first, and not export it.
+    sys = await startSystem({ ownDatabase: true, workerEnv: { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url } });
     await sys.startWorker();
     await sys.startScheduler({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.url });
   });

@@ -1,38 +1,11 @@
-// An Engine over the test Redis and a database of this test file's own, with a fresh project that
-// has one deployment. Own database: these tests drive global loops (schedule firing with a clock set
-// years ahead, sweeps) that would otherwise act on other test files' rows.
-import { randomBytes } from "node:crypto";
+// An Engine over the test Redis and a database of this test file's own (file-database.ts), with a
+// fresh project that has one deployment.
 import { createPrisma } from "@spool/db";
 import { createLogger } from "@spool/shared";
 import { Redis } from "ioredis";
-import pg from "pg";
 import { afterAll, inject } from "vitest";
-import { deployMigrations } from "../../db/scripts/migrate.mjs";
 import { Engine } from "../src/engine.js";
-
-let fileDatabase: Promise<string> | undefined;
-
-/** One migrated database per test file, dropped when the file is done. */
-function databaseOfThisFile(): Promise<string> {
-  fileDatabase ??= (async () => {
-    const name = `spool_engine_${randomBytes(6).toString("hex")}`;
-    const admin = new pg.Client({ connectionString: inject("databaseUrl") });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    await admin.end();
-    const url = new URL(inject("databaseUrl"));
-    url.pathname = `/${name}`;
-    await deployMigrations(url.toString());
-    afterAll(async () => {
-      const drop = new pg.Client({ connectionString: inject("databaseUrl") });
-      await drop.connect();
-      await drop.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await drop.end();
-    });
-    return url.toString();
-  })();
-  return fileDatabase;
-}
+import { databaseOfThisFile } from "./file-database.js";
 
 export async function createTestEngine(options: { clock?: () => Date; workflows?: string[] } = {}) {
   const prisma = createPrisma({ databaseUrl: await databaseOfThisFile(), maxConnections: 5 });
