@@ -200,6 +200,23 @@ async function api(method, path, { bearer, projectId, body } = {}) {
   return { status: res.status, json, text };
 }
 
+/**
+ * Waits until the worker just started has registered (and with it the workflows it serves), so the
+ * banner only appears once a run started from it can be accepted. A worker row left "online" by an
+ * earlier start does not count: only one registered since `since`.
+ */
+async function waitForWorker(worker, { projectId, apiKey, since }) {
+  const deadline = Date.now() + HEALTH_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (!alive(worker))
+      throw new DevError(`the worker exited before it registered (code ${worker.exitCode})`);
+    const { status, json } = await api("GET", "/api/v1/workers?status=online", { bearer: apiKey, projectId });
+    if (status === 200 && json?.workers?.some((w) => Date.parse(w.registered_at) >= since)) return;
+    await sleep(250);
+  }
+  throw new DevError(`the worker did not register within ${HEALTH_TIMEOUT_MS / 1000} s`);
+}
+
 /** Reuses dev.json's project and key when the API accepts them; otherwise creates both. */
 async function ensureProject(saved, adminKey) {
   if (typeof saved.project_id === "string" && typeof saved.api_key === "string") {
@@ -337,8 +354,11 @@ async function main() {
 
   // 6. Worker and scheduler
   const appEnv = { ...baseEnv, SPOOL_API_URL: apiUrl, SPOOL_API_KEY: apiKey, SPOOL_PROJECT_ID: projectId };
-  startApp("worker", appEnv);
+  const workerStartedAt = Date.now();
+  const worker = startApp("worker", appEnv);
   startApp("scheduler", appEnv);
+  await waitForWorker(worker, { projectId, apiKey, since: workerStartedAt });
+  if (shuttingDown) return;
 
   banner({ projectId, apiKey, adminKey, databaseUrl, redisUrl });
 }
