@@ -57,6 +57,3 @@ export const StreamEventsQuery = z
     message: "give `topic`, or `workflow_id` and `workflow_run_id`",
     path: ["topic"],
   });
-
-/** The topic a workflow run streams on (agent text deltas, tool calls, finish). */
-export const runTopic = (workflowId: string, executionId: string) => `workflow/${workflowId}/${executionId}`;

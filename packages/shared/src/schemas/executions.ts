@@ -26,12 +26,21 @@ const RunOptions = {
   root_execution_id: Uuid.nullish(),
   step_key: Text.max(500).nullish(),
   wait_for_subworkflow: z.boolean().nullish(),
+  otel_traceparent: Text.max(200)
+    .nullish()
+    .openapi({ description: "W3C traceparent; echoed to a push worker" }),
+  channel_context: JsonObject.nullish().openapi({ description: "Opaque; echoed to a push worker" }),
+  queue_concurrency_limit: z.number().int().min(1).max(100_000).nullish().openapi({
+    description: "Creates the run's queue with this limit when the queue does not exist yet",
+  }),
 };
 
 export const RunWorkflowBody = z
   .object({
     input: JsonObject.optional().openapi({ description: "The run's input (alias: payload)" }),
-    payload: JsonObject.optional().openapi({ description: "Alias of input" }),
+    payload: JsonValue.optional().openapi({
+      description: "Alias of input; any JSON (the worker protocol's field)",
+    }),
     ...RunOptions,
   })
   .openapi("RunWorkflowBody");
@@ -53,7 +62,7 @@ export const BatchRunBody = z
         z.object({
           workflow_id: ClientId,
           input: JsonObject.optional(),
-          payload: JsonObject.optional(),
+          payload: JsonValue.optional(),
           ...RunOptions,
         }),
       )

@@ -88,8 +88,9 @@ export const RegisterAgentBody = z
   .object({
     id: ClientId,
     deployment_id: ClientId.nullish(),
-    provider: Text.min(1).max(100),
-    model: Text.min(1).max(200),
+    // The protocol lets a worker send null for any field; an unnamed model is stored as "unknown".
+    provider: Text.min(1).max(100).nullish(),
+    model: Text.min(1).max(200).nullish(),
     system_prompt: Text.max(100_000).nullish(),
     tools: z
       .array(z.union([ClientId, JsonObject]))

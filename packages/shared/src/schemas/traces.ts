@@ -83,21 +83,31 @@ export const TraceResponse = z
   })
   .openapi("Trace");
 
+/** A span type a worker sends; one Spool does not know (an OpenTelemetry tool's own) is kept as "custom". */
+const IngestSpanType = Text.min(1)
+  .max(100)
+  .transform((t): SpanType => ((SPAN_TYPES as readonly string[]).includes(t) ? (t as SpanType) : "custom"))
+  .openapi({ type: "string", enum: [...SPAN_TYPES], description: "Unknown types are stored as `custom`" });
+
+/** A span from a remote worker. Any field the worker has no value for may be null. */
 export const IngestSpan = z
   .object({
     trace_id: TraceId,
     span_id: SpanId,
     parent_span_id: SpanId.nullish(),
     name: Text.min(1).max(500),
-    span_type: z.enum(SPAN_TYPES),
-    attributes: JsonObject.optional().openapi({
+    span_type: IngestSpanType,
+    attributes: JsonObject.nullish().openapi({
       description:
         "Free-form; on a root span, `workflow_id` and `status` (strings) feed the trace list's filters",
     }),
-    input: JsonValue.optional(),
-    output: JsonValue.optional(),
-    error: JsonValue.optional(),
-    started_at: Timestamp,
+    events: JsonValue.nullish().openapi({ description: "Span events; kept under `attributes.events`" }),
+    input: JsonValue.nullish(),
+    output: JsonValue.nullish(),
+    error: JsonValue.nullish(),
+    initial_state: JsonValue.nullish().openapi({ description: "Kept under `attributes.initial_state`" }),
+    final_state: JsonValue.nullish().openapi({ description: "Kept under `attributes.final_state`" }),
+    started_at: Timestamp.nullish().openapi({ description: "Defaults to ended_at, or now" }),
     ended_at: Timestamp.nullish(),
   })
   .openapi("IngestSpan");

@@ -27,13 +27,37 @@ export const RegisterWorkerBody = z
     capabilities: WorkerCapabilities.nullish(),
     max_concurrent_executions: z.number().int().min(1).max(100_000).nullish(),
     // z.url() passes a NUL in the path through (the URL parser would percent-encode it).
-    push_endpoint_url: z.url().max(2000).refine(isStorableText, UNSTORABLE_TEXT).nullish(),
+    push_endpoint_url: z.url().max(2000).refine(isStorableText, UNSTORABLE_TEXT).nullish().openapi({
+      description: "push: where Spool sends runs (`POST {push_endpoint_url}/execute`); required in push mode",
+    }),
     hostname: Text.max(255).nullish(),
+    heartbeat_interval_seconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(3600)
+      .nullish()
+      .openapi({
+        description:
+          "How often this worker heartbeats; it is offline after 3 intervals of silence. Default: the " +
+          "server's interval in queue mode, 30 s (the Polos SDKs' fixed interval) in push mode",
+      }),
   })
   .openapi("RegisterWorkerBody");
 
 export const RegisterWorkerResponse = z
-  .object({ worker_id: Uuid, heartbeat_interval_seconds: z.number().int() })
+  .object({
+    worker_id: Uuid,
+    heartbeat_interval_seconds: z.number().int(),
+    push_secret: z
+      .string()
+      .nullable()
+      .openapi({
+        description:
+          "push: the HMAC-SHA256 key of the X-Spool-Signature header on every push " +
+          '(`t=<unix seconds>,v1=<hex HMAC of "<t>.<body>">`); null in queue mode',
+      }),
+  })
   .openapi("RegisterWorkerResponse");
 
 export const HeartbeatBody = z

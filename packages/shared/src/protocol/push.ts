@@ -1,0 +1,72 @@
+// The push Spool sends a remote worker (`POST {push_endpoint_url}/execute`), and how it is signed.
+// Plain types and functions, no schemas: the SDK's remote worker bundles this file.
+import { createHmac, timingSafeEqual } from "node:crypto";
+
+/** The push body: the Polos SDKs read the protocol's fields; fields marked Spool are extensions. */
+export interface PushRequest {
+  worker_id: string;
+  execution_id: string;
+  workflow_id: string;
+  deployment_id: string | null;
+  payload: unknown;
+  parent_execution_id: string | null;
+  /** The run's own id for a root run. */
+  root_execution_id: string;
+  root_workflow_id: string;
+  /** For a child: the parent's step it answers. */
+  step_key: string | null;
+  /** 0 on the first attempt. */
+  retry_count: number;
+  created_at: string;
+  session_id: string | null;
+  user_id: string | null;
+  otel_traceparent: string | null;
+  otel_span_id: string | null;
+  initial_state: unknown;
+  run_timeout_seconds: number | null;
+  channel_context: unknown;
+  /** Spool: `<dispatch_seq>.<lease>`, sent back as X-Spool-Claim so every call is fenced to this start. */
+  spool_claim: string;
+  /** Spool: the run-level attempt (retry_count + 1). */
+  attempt: number;
+  /** Spool */
+  queue_name: string;
+}
+
+/** Header carrying a push's signature: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`. */
+export const SIGNATURE_HEADER = "x-spool-signature";
+/** A push older (or newer) than this is refused by a verifying worker: replays are useless. */
+export const SIGNATURE_TOLERANCE_SECONDS = 300;
+
+export function signPush(secret: string, body: string, now = Date.now()): string {
+  const t = Math.floor(now / 1000);
+  return `t=${t},v1=${createHmac("sha256", secret).update(`${t}.${body}`).digest("hex")}`;
+}
+
+/** Whether `header` is Spool's signature of `body` under `secret`, made within the tolerance. */
+export function verifyPushSignature(
+  secret: string,
+  body: string,
+  header: string | undefined,
+  now = Date.now(),
+) {
+  const parts = new Map(
+    (header ?? "").split(",").map((p) => {
+      const i = p.indexOf("=");
+      return [p.slice(0, i).trim(), p.slice(i + 1).trim()] as const;
+    }),
+  );
+  const t = Number(parts.get("t"));
+  const given = Buffer.from(parts.get("v1") ?? "", "hex");
+  if (!Number.isInteger(t) || Math.abs(now / 1000 - t) > SIGNATURE_TOLERANCE_SECONDS) return false;
+  const expected = createHmac("sha256", secret).update(`${t}.${body}`).digest();
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+/** The claim in a push, as the engine's Claim: null when malformed. */
+export function parseSpoolClaim(
+  value: string | undefined | null,
+): { dispatchSeq: number; lease: number } | null {
+  const m = /^(\d{1,10})\.(\d{1,10})$/.exec(value ?? "");
+  return m ? { dispatchSeq: Number(m[1]), lease: Number(m[2]) } : null;
+}
