@@ -7,6 +7,8 @@ import { Events } from "./events/events.js";
 import { Executions } from "./execution/executions.js";
 import { Projects } from "./projects/projects.js";
 import { Registry } from "./registry/registry.js";
+import { RemoteRuns } from "./remote/remote-runs.js";
+import { SessionMemories } from "./remote/session-memory.js";
 import { ScheduleFiring } from "./schedules/fire-schedules.js";
 import { Schedules } from "./schedules/schedules.js";
 import { Sweeps } from "./sweeps/sweeps.js";
@@ -49,6 +51,9 @@ export class Engine {
   readonly triggerFiring: TriggerFiring;
   readonly schedules: Schedules;
   readonly scheduleFiring: ScheduleFiring;
+  /** The engine's side of the remote worker protocol (/internal routes). */
+  readonly remote: RemoteRuns;
+  readonly sessions: SessionMemories;
 
   constructor(options: EngineOptions) {
     this.prisma = options.prisma;
@@ -66,14 +71,16 @@ export class Engine {
     this.projects = new Projects(options.prisma, options.adminKey);
     this.registry = new Registry(options.prisma, this.dispatcher);
     this.workers = new Workers(options.prisma, options.heartbeatIntervalSeconds ?? 10);
-    this.executions = new Executions(deps);
     this.events = new Events(deps);
+    this.executions = new Executions(deps, this.events);
     this.sweeps = new Sweeps(deps);
     const clock = options.clock ?? (() => new Date());
     this.triggers = new Triggers(options.prisma);
     this.triggerFiring = new TriggerFiring(deps);
     this.schedules = new Schedules(options.prisma, clock);
     this.scheduleFiring = new ScheduleFiring(deps, clock);
+    this.remote = new RemoteRuns(deps, this.executions);
+    this.sessions = new SessionMemories(options.prisma);
   }
 
   async close(): Promise<void> {

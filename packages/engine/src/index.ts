@@ -6,10 +6,18 @@ export { matchesFilter } from "./events/match.js";
 export { type Claim, claimOf } from "./execution/claim.js";
 export { DEFAULT_QUEUE, type RunRequest } from "./execution/create-executions.js";
 export type { RunReceipt } from "./execution/executions.js";
+export type { StartResult } from "./execution/start-execution.js";
 export { canTransition, TRANSITIONS } from "./execution/statuses.js";
+export { createPostgresHost, type PostgresRunHost } from "./in-cluster/postgres-host.js";
 export { generateApiKey, hashApiKey } from "./projects/api-keys.js";
 export type { Principal } from "./projects/projects.js";
+export { PushDispatcher, type PushDispatcherOptions } from "./push/push-dispatcher.js";
 export type { AgentInput, ToolInput, WorkflowRegistrationInput, WorkflowType } from "./registry/registry.js";
+export type { ProtocolWait } from "./remote/protocol-waits.js";
+export type { RemoteCaller } from "./remote/remote-runs.js";
+export type { SessionMemory } from "./remote/session-memory.js";
+export { processRun, type RunResult } from "./runner/process-run.js";
+export type { FailOutcome, RetryRequest, RunHost, RunnerLogger, StartedRun } from "./runner/run-host.js";
 export { backoffDelay } from "./runtime/backoff.js";
 export {
   ExecutionAbortedError,

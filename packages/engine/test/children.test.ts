@@ -3,7 +3,7 @@
 // it is cancelled, as it is when the parent is cancelled.
 import { describe, expect, it } from "vitest";
 import { claimOf } from "../src/execution/claim.js";
-import { createTestEngine } from "./engine-fixture.js";
+import { createTestEngine, startedRun } from "./engine-fixture.js";
 
 async function parentWaitingOnChild(
   t: Awaited<ReturnType<typeof createTestEngine>>,
@@ -16,7 +16,7 @@ async function parentWaitingOnChild(
     runTimeoutSeconds,
   });
   const id = receipt.execution_id;
-  const claim = claimOf((await engine.executions.start(id, 0, null))!);
+  const claim = claimOf((await startedRun(engine, id, 0, null))!);
   await engine.executions.block({
     executionId: id,
     claim,
@@ -50,18 +50,18 @@ describe("child runs of a finished parent", () => {
     // Promise.race([invoke child, sleep]): the run parks on both; the sleep is already due.
     await engine.executions.block({
       executionId: id,
-      claim: claimOf((await engine.executions.start(id, 0, null))!),
+      claim: claimOf((await startedRun(engine, id, 0, null))!),
       waits: [
         { stepKey: "sub", seq: 1, kind: "invoke", wakeAt: null, child: { workflowId: "child", input: {} } },
         { stepKey: "nap", seq: 2, kind: "sleep", wakeAt: new Date(Date.now() - 1) },
       ],
     });
     const childId = (await prisma.execution.findFirstOrThrow({ where: { parentExecutionId: id } })).id;
-    const childClaim = claimOf((await engine.executions.start(childId, 0, null))!);
+    const childClaim = claimOf((await startedRun(engine, childId, 0, null))!);
     const nap = await prisma.wait.findFirstOrThrow({ where: { executionId: id, stepKey: "nap" } });
     expect(await engine.executions.fireTimer(nap.id)).toBe(true); // the sleep wins: the parent wakes
 
-    const woken = await engine.executions.start(id, 1, null);
+    const woken = await startedRun(engine, id, 1, null);
     await engine.executions.complete(id, claimOf(woken!), "the sleep won");
 
     expect((await prisma.execution.findUniqueOrThrow({ where: { id: childId } })).status).toBe("cancelled");

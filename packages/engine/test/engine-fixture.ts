@@ -32,3 +32,14 @@ export async function createTestEngine(options: { clock?: () => Date; workflows?
   );
   return { engine, prisma, projectId: project.id };
 }
+
+/** Starts a run as a worker would: the execution, or null when the job is stale (or the run held). */
+export async function startedRun(
+  engine: Engine,
+  executionId: string,
+  dispatchSeq: number,
+  workerId: string | null = null,
+) {
+  const result = await engine.executions.start(executionId, dispatchSeq, workerId);
+  return result.status === "started" ? result.execution : null;
+}

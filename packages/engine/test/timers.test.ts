@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { claimOf } from "../src/execution/claim.js";
-import { createTestEngine } from "./engine-fixture.js";
+import { createTestEngine, startedRun } from "./engine-fixture.js";
 
 describe("durable timers", () => {
   it("a timer job that fires early re-arms itself for the rest of the time instead of waiting for a sweep", async () => {
     const { engine, prisma, projectId } = await createTestEngine();
     const { receipt } = await engine.executions.run(projectId, { workflowId: "wf", input: {} });
     const id = receipt.execution_id;
-    const started = await engine.executions.start(id, 0, null);
+    const started = await startedRun(engine, id, 0, null);
     const wakeAt = new Date(Date.now() + 60_000);
     await engine.executions.block({
       executionId: id,

@@ -3,7 +3,7 @@
 // no span write of the worker's own after the fact.
 import { describe, expect, it } from "vitest";
 import { claimOf } from "../src/execution/claim.js";
-import { createTestEngine } from "./engine-fixture.js";
+import { createTestEngine, startedRun } from "./engine-fixture.js";
 
 describe("traces follow the execution's transitions", () => {
   it("a run seen completed has a completed root span typed by its registration", async () => {
@@ -16,7 +16,7 @@ describe("traces follow the execution's transitions", () => {
       input: { q: 1 },
     });
     const id = receipt.execution_id;
-    const started = await engine.executions.start(id, 0, null);
+    const started = await startedRun(engine, id, 0, null);
 
     await engine.executions.complete(id, claimOf(started!), { text: "done" });
 
@@ -34,7 +34,7 @@ describe("traces follow the execution's transitions", () => {
     const { engine, projectId } = await createTestEngine();
     const { receipt } = await engine.executions.run(projectId, { workflowId: "wf", input: {} });
     const id = receipt.execution_id;
-    const started = await engine.executions.start(id, 0, null);
+    const started = await startedRun(engine, id, 0, null);
     await engine.executions.block({
       executionId: id,
       claim: claimOf(started!),
@@ -49,7 +49,7 @@ describe("traces follow the execution's transitions", () => {
     });
 
     await engine.executions.resume(projectId, id, { ok: true });
-    const restarted = await engine.executions.start(id, 1, null);
+    const restarted = await startedRun(engine, id, 1, null);
     await engine.executions.complete(id, claimOf(restarted!), { approved: true });
 
     const done = await engine.traces.get(projectId, id.replaceAll("-", ""));
@@ -64,7 +64,7 @@ describe("traces follow the execution's transitions", () => {
     const { engine, projectId } = await createTestEngine({ workflows: ["parent", "child"] });
     const { receipt } = await engine.executions.run(projectId, { workflowId: "parent", input: {} });
     const id = receipt.execution_id;
-    const started = await engine.executions.start(id, 0, null);
+    const started = await startedRun(engine, id, 0, null);
     await engine.executions.block({
       executionId: id,
       claim: claimOf(started!),
@@ -90,9 +90,9 @@ describe("traces follow the execution's transitions", () => {
     const error = { name: "Error", message: "flaky upstream" };
     await engine.executions.fail({
       executionId: id,
-      claim: claimOf((await engine.executions.start(id, 0, null))!),
+      claim: claimOf((await startedRun(engine, id, 0, null))!),
       error,
-      retryDelayMs: 60_000,
+      retry: { retryable: true, maxRetries: 1 },
     });
 
     const erroring = await engine.traces.list(projectId, { hasError: true }, { limit: 10 });
@@ -106,7 +106,7 @@ describe("traces follow the execution's transitions", () => {
 
     await engine.executions.fail({
       executionId: id,
-      claim: claimOf((await engine.executions.start(id, 1, null))!),
+      claim: claimOf((await startedRun(engine, id, 1, null))!),
       error,
     });
     const failed = await engine.traces.list(projectId, { hasError: true }, { limit: 10 });

@@ -58,13 +58,25 @@ export class Events {
    * waitForEvent step whose filter the events match. After commit: wake those runs and announce
    * the publish on Redis for live streams and the scheduler.
    */
-  async publish(projectId: string, topic: string, events: NewEvent[], idempotencyKey?: string | null) {
+  async publish(
+    projectId: string,
+    topic: string,
+    events: NewEvent[],
+    idempotencyKey?: string | null,
+    options: {
+      /** Runs inside the publish's transaction, after the events are numbered: throw to publish nothing. */
+      guard?: (tx: Prisma.TransactionClient) => Promise<void>;
+      /** Settle only this execution's waits (a resume through the API answers the run it names). */
+      onlyExecutionId?: string;
+    } = {},
+  ) {
     const result = await withIdempotency(
       this.deps.prisma,
       { projectId, operation: `publish:${topic}`, key: idempotencyKey, request: events },
       async (tx) => {
         const rows = await appendEvents(tx, projectId, topic, events);
-        const wakes = await settleWaits(tx, projectId, topic, rows);
+        await options.guard?.(tx);
+        const wakes = await settleWaits(tx, projectId, topic, rows, options.onlyExecutionId);
         const published = rows.map(toPublishedEvent);
         return { status: 201, body: published, after: wakes };
       },
@@ -165,7 +177,7 @@ export async function answerFromPublished(
   tx: Prisma.TransactionClient,
   wait: Wait,
 ): Promise<DispatchRequest | null> {
-  if (wait.kind !== "event" || wait.topic === null || wait.afterSequence === null) return null;
+  if (!answeredByEvents(wait) || wait.topic === null || wait.afterSequence === null) return null;
   const PAGE = 500;
   for (let after = wait.afterSequence; ; ) {
     const page = await tx.event.findMany({
@@ -173,7 +185,7 @@ export async function answerFromPublished(
       orderBy: { sequenceId: "asc" },
       take: PAGE,
     });
-    const event = page.find((e) => matchesFilter(e.data, wait.matchFilter ?? {}));
+    const event = page.find((e) => answers(e, wait));
     if (event) return resolveWait(tx, wait, { status: "resolved", output: toPublishedEvent(event) });
     if (page.length < PAGE) return null;
     after = page[page.length - 1]!.sequenceId;
@@ -181,7 +193,20 @@ export async function answerFromPublished(
 }
 
 /**
- * Each pending waitForEvent on the topic takes the first new event its filter matches. Their runs
+ * Waits an event on their topic settles: waitForEvent, and a remote worker's suspend (which a
+ * `resume_<step_key>` event on the run's topic answers). A workflow's own suspend has no topic: only
+ * `POST /executions/{id}/resume` answers it.
+ */
+const answeredByEvents = (wait: Pick<Wait, "kind" | "topic">) =>
+  wait.kind === "event" || (wait.kind === "suspend" && wait.topic !== null);
+
+/** Does this event answer this wait: its type (when the wait names one) and its data filter. */
+const answers = (e: Pick<Event, "eventType" | "data">, wait: Pick<Wait, "eventType" | "matchFilter">) =>
+  (wait.eventType === null || e.eventType === wait.eventType) &&
+  matchesFilter(e.data, wait.matchFilter ?? {});
+
+/**
+ * Each pending wait on the topic takes the first new event its filter matches. Their runs
  * are locked (by resolveWait) in inLockOrder, as cancel locks them.
  */
 async function settleWaits(
@@ -189,11 +214,20 @@ async function settleWaits(
   projectId: string,
   topic: string,
   rows: Event[],
+  onlyExecutionId?: string,
 ): Promise<DispatchRequest[]> {
-  const waits = await tx.wait.findMany({ where: { projectId, topic, kind: "event", status: "pending" } });
+  const waits = await tx.wait.findMany({
+    where: {
+      projectId,
+      topic,
+      kind: { in: ["event", "suspend"] },
+      status: "pending",
+      ...(onlyExecutionId ? { executionId: onlyExecutionId } : {}),
+    },
+  });
   const ordered = [...rows].sort((a, b) => (a.sequenceId < b.sequenceId ? -1 : 1));
   const answered = waits.flatMap((wait) => {
-    const event = ordered.find((e) => matchesFilter(e.data, wait.matchFilter ?? {}));
+    const event = ordered.find((e) => answers(e, wait));
     return event ? [{ wait, event }] : [];
   });
   const rank = new Map(

@@ -3,6 +3,7 @@ import { type EngineDeps, TX_OPTIONS } from "../deps.js";
 import type { DispatchRequest } from "../dispatch/dispatcher.js";
 import { answerFromPublished, lockProjectEvents } from "../events/events.js";
 import type { NewWait } from "../runtime/journal.js";
+import { announceSettled } from "./after-finish.js";
 import { type Claim, heldUnder } from "./claim.js";
 import { createExecutions } from "./create-executions.js";
 import { timerDispatch } from "./fire-timer.js";
@@ -26,7 +27,7 @@ export async function blockExecution(
   args: { executionId: string; claim: Claim; waits: NewWait[] },
 ): Promise<Execution | null> {
   const suspend = args.waits.find((w) => w.kind === "suspend");
-  const newEventWaits = args.waits.some((w) => w.kind === "event" && w.afterSequence !== undefined);
+  const newEventWaits = args.waits.some((w) => w.topic && w.afterSequence !== undefined);
   const outcome = await deps.prisma.$transaction(async (tx) => {
     if (newEventWaits) await lockProjectEvents(tx, args.executionId);
     const row = await transition(tx, {
@@ -49,6 +50,7 @@ export async function blockExecution(
             seq: w.seq,
             kind: w.kind,
             topic: w.topic ?? null,
+            eventType: w.eventType ?? null,
             matchFilter: jsonOrNull(w.match),
             afterSequence: w.afterSequence ?? null,
             payload: jsonOrNull(w.payload),
@@ -61,7 +63,7 @@ export async function blockExecution(
         where: { executionId_stepKey: { executionId: row.id, stepKey: w.stepKey } },
       });
       if (created.count === 1 && w.child) dispatch.push(...(await startChild(tx, row, wait.id, w)));
-      if (created.count === 1 && w.kind === "event") {
+      if (created.count === 1 && w.topic) {
         const wake = await answerFromPublished(tx, wait);
         if (wake) {
           dispatch.push(wake);
@@ -87,6 +89,7 @@ export async function blockExecution(
   if (!outcome) return null;
   deps.traces.publish(outcome.spans);
   await deps.dispatcher.dispatch(outcome.dispatch);
+  await announceSettled(deps, outcome.row);
   return outcome.row;
 }
 

@@ -12,7 +12,7 @@ export async function closePendingWaits(
   const closed = await tx.wait.updateManyAndReturn({
     where: { executionId: { in: executionIds }, status: "pending" },
     data: { status: "cancelled" },
-    select: { childExecutionId: true },
+    select: { childExecutionId: true, childExecutionIds: true },
   });
-  return closed.flatMap((w) => (w.childExecutionId ? [w.childExecutionId] : []));
+  return closed.flatMap((w) => [...(w.childExecutionId ? [w.childExecutionId] : []), ...w.childExecutionIds]);
 }

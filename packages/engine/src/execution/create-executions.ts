@@ -19,18 +19,30 @@ export interface RunRequest {
   rootExecutionId?: string | null;
   stepKey?: string | null;
   waitForSubworkflow?: boolean | null;
+  otelTraceparent?: string | null;
+  channelContext?: unknown;
+  /** The limit of the run's queue, when the queue does not exist yet. */
+  queueConcurrencyLimit?: number | null;
+}
+
+/** A queue a run request created, with the limit to apply to its BullMQ queue after commit. */
+export interface NewQueue {
+  projectId: string;
+  name: string;
+  concurrencyLimit: number;
 }
 
 /**
  * Inserts queued executions (all or nothing, inside the caller's transaction) and returns them
- * with the dispatches to send once that transaction has committed.
+ * with the dispatches to send once that transaction has committed, and the queues it created.
  */
 export async function createExecutions(
   tx: Db,
   projectId: string,
   requests: RunRequest[],
-): Promise<{ executions: Execution[]; dispatch: DispatchRequest[] }> {
+): Promise<{ executions: Execution[]; dispatch: DispatchRequest[]; queues: NewQueue[] }> {
   const executions: Execution[] = [];
+  const queues: NewQueue[] = [];
   for (const r of requests) {
     const registration = await tx.workflowRegistration.findFirst({
       where: {
@@ -78,12 +90,23 @@ export async function createExecutions(
           initialState: jsonOrNull(r.initialState),
           sessionId: r.sessionId ?? null,
           userId: r.userId ?? null,
+          otelTraceparent: r.otelTraceparent ?? null,
+          channelContext: jsonOrNull(r.channelContext),
           createdAt: now,
         },
       }),
     );
   }
-  return { executions, dispatch: executions.map(runDispatch) };
+  for (const [i, r] of requests.entries()) {
+    const name = executions[i]!.queueName;
+    if (!r.queueConcurrencyLimit || queues.some((q) => q.name === name)) continue;
+    const created = await tx.queue.createMany({
+      data: [{ projectId, name, concurrencyLimit: r.queueConcurrencyLimit }],
+      skipDuplicates: true,
+    });
+    if (created.count === 1) queues.push({ projectId, name, concurrencyLimit: r.queueConcurrencyLimit });
+  }
+  return { executions, dispatch: executions.map(runDispatch), queues };
 }
 
 export const runDispatch = (e: Execution): DispatchRequest => ({

@@ -9,18 +9,24 @@ import {
   toPage,
 } from "@spool/shared";
 import type { EngineDeps } from "../deps.js";
+import type { DispatchRequest } from "../dispatch/dispatcher.js";
+import type { Events } from "../events/events.js";
 import { withIdempotency } from "../idempotency/idempotency.js";
+import type { SpanRow } from "../traces/span-rows.js";
 import { createdAfterField } from "../util/keyset.js";
+import { announceSettled } from "./after-finish.js";
 import { blockExecution } from "./block-execution.js";
 import { cancelExecution } from "./cancel-execution.js";
 import type { Claim } from "./claim.js";
-import { createExecutions, type RunRequest } from "./create-executions.js";
+import { createExecutions, type NewQueue, type RunRequest } from "./create-executions.js";
 import { completeExecution, failExecution, releaseExecution } from "./finish-execution.js";
 import { FinishWatcher } from "./finish-watcher.js";
 import { fireTimer } from "./fire-timer.js";
+import { handBackNotLoaded } from "./hand-back-not-loaded.js";
 import { loadJournal } from "./journal-store.js";
 import { resumeExecution } from "./resume-execution.js";
 import { startExecution } from "./start-execution.js";
+import { startWaitedChildren, waitedChildrenOf } from "./start-waited-children.js";
 
 /** What a run request gets back: the contract's run response. */
 export interface RunReceipt {
@@ -52,7 +58,11 @@ const receipt = (e: Execution): RunReceipt => ({
 export class Executions {
   private readonly watcher: FinishWatcher;
 
-  constructor(private readonly deps: EngineDeps) {
+  constructor(
+    private readonly deps: EngineDeps,
+    /** Resuming a remote worker's suspend publishes the event that answers it. */
+    private readonly events: Events,
+  ) {
     this.watcher = new FinishWatcher(deps.redis);
   }
 
@@ -73,11 +83,11 @@ export class Executions {
       this.deps.prisma,
       { projectId, operation: `run:${request.workflowId}`, key: idempotencyKey, request },
       async (tx) => {
-        const { executions, dispatch } = await createExecutions(tx, projectId, [request]);
-        return { status: 202, body: receipt(executions[0]!), after: dispatch };
+        const { executions, after } = await this.create(tx, projectId, [request], false);
+        return { status: 202, body: receipt(executions[0]!), after };
       },
     );
-    if (result.after) await this.deps.dispatcher.dispatch(result.after);
+    if (result.after) await this.afterCreate(result.after);
     return { receipt: result.body, replayed: result.replayed };
   }
 
@@ -87,12 +97,47 @@ export class Executions {
       this.deps.prisma,
       { projectId, operation: "batch_run", key: idempotencyKey, request: requests },
       async (tx) => {
-        const { executions, dispatch } = await createExecutions(tx, projectId, requests);
-        return { status: 202, body: executions.map(receipt), after: dispatch };
+        const { executions, after } = await this.create(tx, projectId, requests, true);
+        return { status: 202, body: executions.map(receipt), after };
       },
     );
-    if (result.after) await this.deps.dispatcher.dispatch(result.after);
+    if (result.after) await this.afterCreate(result.after);
     return { receipts: result.body, replayed: result.replayed };
+  }
+
+  /** New runs, or children their running parent waits for (`wait_for_subworkflow` with a step key). */
+  private async create(
+    tx: Prisma.TransactionClient,
+    projectId: string,
+    requests: RunRequest[],
+    batch: boolean,
+  ) {
+    const waited = waitedChildrenOf(requests, batch);
+    if (!waited) {
+      const { executions, dispatch, queues } = await createExecutions(tx, projectId, requests);
+      return { executions, after: { dispatch, queues, parent: null, spans: [] } };
+    }
+    const { executions, ...after } = await startWaitedChildren(this.deps, tx, projectId, waited, requests);
+    return { executions, after };
+  }
+
+  private async afterCreate(after: {
+    dispatch: DispatchRequest[];
+    queues: NewQueue[];
+    parent: Execution | null;
+    spans: SpanRow[];
+  }) {
+    this.deps.traces.publish(after.spans);
+    // A queue a run created gets its limit at once (the sweep re-applies limits Redis forgets).
+    for (const q of after.queues) {
+      await this.deps.dispatcher
+        .setConcurrency(q.projectId, q.name, q.concurrencyLimit)
+        .catch((err) =>
+          this.deps.logger.warn({ err: String(err), queue: q.name }, "queue limit not applied yet"),
+        );
+    }
+    await this.deps.dispatcher.dispatch(after.dispatch);
+    if (after.parent) await announceSettled(this.deps, after.parent);
   }
 
   async get(projectId: string, executionId: string): Promise<Execution & { suspendedData: unknown }> {
@@ -144,7 +189,7 @@ export class Executions {
   }
 
   resume(projectId: string, executionId: string, data: unknown) {
-    return resumeExecution(this.deps, { projectId, executionId, data });
+    return resumeExecution(this.deps, this.events, { projectId, executionId, data });
   }
 
   cancel(projectId: string, executionId: string) {
@@ -155,6 +200,23 @@ export class Executions {
 
   start(executionId: string, dispatchSeq: number, workerId: string | null) {
     return startExecution(this.deps.prisma, { executionId, dispatchSeq, workerId });
+  }
+
+  /**
+   * Resolves once the run is no longer running under `lease` (it settled, was handed back, or
+   * started again elsewhere), or after `timeoutMs` with the run as it stands.
+   */
+  untilLeaves(executionId: string, lease: number, timeoutMs: number) {
+    return this.watcher.wait(
+      () => this.deps.prisma.execution.findUniqueOrThrow({ where: { id: executionId } }),
+      executionId,
+      timeoutMs,
+      (e) => e.status !== "running" || e.lease !== lease,
+    );
+  }
+
+  notLoaded(execution: Execution, claim: Claim, workerId: string | null) {
+    return handBackNotLoaded(this.deps, { execution, claim, workerId });
   }
 
   journal(executionId: string, claim: Claim) {

@@ -2,7 +2,8 @@ import { type Execution, jsonOrNull, type Prisma } from "@spool/db";
 import type { SerializedError } from "@spool/shared";
 import { type EngineDeps, TX_OPTIONS } from "../deps.js";
 import type { DispatchRequest } from "../dispatch/dispatcher.js";
-import { afterFinish } from "./after-finish.js";
+import { backoffDelay } from "../runtime/backoff.js";
+import { afterFinish, announceSettled } from "./after-finish.js";
 import { afterCancel, cancelTree } from "./cancel-execution.js";
 import { type Claim, heldUnder } from "./claim.js";
 import { closePendingWaits } from "./close-waits.js";
@@ -41,10 +42,15 @@ export async function completeExecution(
   return outcome.row;
 }
 
+/** Run-level retry backoff: 1 s, 2 s, 4 s … capped at 5 min (jittered). */
+const RUN_RETRY_BACKOFF = { initial: 1000, max: 300_000, factor: 2 };
+
 /**
- * A failed attempt. With `retryDelayMs` the run goes back to queued as attempt+1, delivered by a
- * delayed job; otherwise it fails for good and its parent (if waiting on it) is told.
- * `from` lets sweeps fail runs that are not running (e.g. a run timeout while waiting).
+ * A failed attempt. The run-level retry policy lives here, once for every kind of worker: a
+ * `retry.retryable` failure of an attempt within `retry.maxRetries` goes back to queued as
+ * attempt+1, delivered by a delayed job with exponential backoff; anything else fails the run for
+ * good and its parent (if waiting on it) is told. `from` lets sweeps fail runs that are not running
+ * (e.g. a run timeout while waiting).
  */
 export async function failExecution(
   deps: EngineDeps,
@@ -53,19 +59,19 @@ export async function failExecution(
     error: SerializedError;
     /** The worker's claim; sweeps (e.g. a run timeout) fail a run whoever holds it. */
     claim?: Claim;
-    retryDelayMs?: number | null;
+    retry?: { retryable: boolean; maxRetries: number };
     from?: ExecutionStatus[];
   },
 ): Promise<Execution | null> {
   const guard = heldUnder(args.claim);
-  const retry = args.retryDelayMs != null;
   const outcome = await deps.prisma.$transaction(async (tx) => {
-    const row = retry
+    // A retry only while attempts are left: attempt n is followed by retry n while n <= maxRetries.
+    const retried = args.retry?.retryable
       ? await transition(tx, {
           executionId: args.executionId,
           from: ["running"],
           to: "queued",
-          where: guard,
+          where: { ...guard, attempt: { lte: args.retry.maxRetries } },
           data: {
             attempt: { increment: 1 },
             dispatchSeq: { increment: 1 },
@@ -73,23 +79,28 @@ export async function failExecution(
             workerId: null,
           },
         })
-      : await transition(tx, {
-          executionId: args.executionId,
-          from: args.from ?? ["running"],
-          to: "failed",
-          where: guard,
-          data: { error: jsonOrNull(args.error), completedAt: new Date(), workerId: null },
-        });
+      : null;
+    const row =
+      retried ??
+      (await transition(tx, {
+        executionId: args.executionId,
+        from: args.from ?? ["running"],
+        to: "failed",
+        where: guard,
+        data: { error: jsonOrNull(args.error), completedAt: new Date(), workerId: null },
+      }));
     if (!row) return null;
     // A retry keeps its waits: the next attempt replays onto them (a running child is adopted).
-    if (retry) await clearFailedSteps(tx, row.id);
-    const orphans = await cancelTree(deps, tx, retry ? [] : await closePendingWaits(tx, [row.id]));
-    return { row, orphans, spans: await deps.traces.syncInTransaction(tx, row) };
+    if (retried) await clearFailedSteps(tx, row.id);
+    const orphans = await cancelTree(deps, tx, retried ? [] : await closePendingWaits(tx, [row.id]));
+    return { row, retried: retried !== null, orphans, spans: await deps.traces.syncInTransaction(tx, row) };
   }, TX_OPTIONS);
   if (!outcome) return null;
   deps.traces.publish(outcome.spans);
-  if (args.retryDelayMs != null) {
-    await deps.dispatcher.dispatch([{ ...runDispatch(outcome.row), delayMs: args.retryDelayMs }]);
+  if (outcome.retried) {
+    const delayMs = backoffDelay(outcome.row.attempt - 1, RUN_RETRY_BACKOFF);
+    await deps.dispatcher.dispatch([{ ...runDispatch(outcome.row), delayMs }]);
+    await announceSettled(deps, outcome.row);
   } else {
     await afterFinish(deps, outcome.row);
     await afterCancel(deps, outcome.orphans);
@@ -120,6 +131,7 @@ export async function releaseExecution(
   if (!outcome) return null;
   deps.traces.publish(outcome.spans);
   await deps.dispatcher.dispatch([{ ...runDispatch(outcome.row), delayMs: args.delayMs }]);
+  await announceSettled(deps, outcome.row);
   return outcome.row;
 }
 

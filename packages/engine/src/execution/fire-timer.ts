@@ -22,7 +22,9 @@ export async function fireTimer(deps: EngineDeps, waitId: string): Promise<boole
       return { fired: false, dispatch: timerDispatch(e, wait.id, early, Date.now()) };
     }
     if (wait.kind === "sleep") {
-      return { fired: true, dispatch: await resolveWait(tx, wait, { status: "resolved", output: null }) };
+      // What the remote worker protocol stores for a finished time wait; a workflow's sleep ignores it.
+      const output = { wait_until: wait.wakeAt.toISOString() };
+      return { fired: true, dispatch: await resolveWait(tx, wait, { status: "resolved", output }) };
     }
     const what =
       wait.kind === "event"
@@ -32,7 +34,10 @@ export async function fireTimer(deps: EngineDeps, waitId: string): Promise<boole
           : "the child run";
     const dispatch = await resolveWait(tx, wait, {
       status: "timed_out",
-      error: { name: "StepTimeoutError", message: `step '${wait.stepKey}' timed out waiting for ${what}` },
+      error: {
+        name: "StepTimeoutError",
+        message: `step '${wait.stepKey}' timed out waiting for ${what}: the wait expired at ${wait.wakeAt.toISOString()}`,
+      },
     });
     return { fired: true, dispatch };
   }, TX_OPTIONS);

@@ -23,15 +23,8 @@ export async function loadJournal(prisma: PrismaClient, executionId: string, cla
         { stepKey: w.stepKey, seq: w.seq, kind: w.kind, wakeAt: w.wakeAt },
       ]),
     ),
-    saveStep: (step) => saveStep(prisma, executionId, claim, step),
-    eventCursor: async () => {
-      // Purpose: the committed event sequence of the execution's project. Locks: none (a publish
-      // in flight is either committed and counted here, or gets a higher sequence). Result: one row.
-      const [row] = await prisma.$queryRaw<{ sequence: bigint }[]>(Prisma.sql`
-        SELECT p.event_sequence AS sequence FROM projects p JOIN executions e ON e.project_id = p.id
-        WHERE e.id = ${executionId}::uuid`);
-      return row?.sequence ?? 0n;
-    },
+    saveStep: (step) => storeStep(prisma, executionId, claim, step),
+    eventCursor: () => eventCursorOf(prisma, executionId),
   };
 }
 
@@ -62,7 +55,7 @@ const toJournalStep = (s: StepRow): JournalStep => ({
  * handed to another worker (or started again from a redelivered job), the result stays stored (the
  * next worker adopts it) and the run aborts.
  */
-async function saveStep(
+export async function storeStep(
   prisma: PrismaClient,
   executionId: string,
   claim: Claim,
@@ -116,4 +109,14 @@ async function saveStep(
           where: { executionId_stepKey: { executionId, stepKey: step.stepKey } },
         });
   return toJournalStep(stored);
+}
+
+/** The committed event sequence of an execution's project. */
+export async function eventCursorOf(prisma: PrismaClient, executionId: string): Promise<bigint> {
+  // Purpose: see above. Locks: none (a publish in flight is either committed and counted here, or
+  // gets a higher sequence). Result: one row.
+  const [row] = await prisma.$queryRaw<{ sequence: bigint }[]>(Prisma.sql`
+    SELECT p.event_sequence AS sequence FROM projects p JOIN executions e ON e.project_id = p.id
+    WHERE e.id = ${executionId}::uuid`);
+  return row?.sequence ?? 0n;
 }

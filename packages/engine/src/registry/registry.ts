@@ -3,6 +3,7 @@ import {
   type Deployment,
   type JsonInput,
   jsonOrNull,
+  Prisma,
   type PrismaClient,
   type Queue,
   type Tool,
@@ -153,7 +154,10 @@ export class Registry {
 
   /**
    * Upserts queues. A limit that is omitted leaves the stored one as it is (a worker that merely
-   * serves a queue must not lift the limit another one declared); `null` removes it.
+   * serves a queue must not lift the limit another one declared); `null` removes it. A queue named
+   * after a workflow of the deployment registered without a queue becomes that workflow's queue: the
+   * worker protocol's convention (its SDKs name a workflow's queue after the workflow and register
+   * the workflow without it).
    */
   async registerQueues(
     projectId: string,
@@ -170,6 +174,11 @@ export class Registry {
         }),
       ),
     );
+    // Purpose: see above. Params: project, deployment, queue names. Locks: the rows updated.
+    await this.prisma.$executeRaw(Prisma.sql`
+      UPDATE workflow_registrations SET queue_name = workflow_id, updated_at = now()
+      WHERE project_id = ${projectId}::uuid AND deployment_id = ${deploymentId} AND queue_name IS NULL
+        AND workflow_id = ANY(${rows.map((q) => q.name)}::text[])`);
     // The limit is enforced by BullMQ (global concurrency) so it holds across every worker
     // replica; Postgres keeps it, and the sweep re-applies it if Redis loses it.
     for (const q of rows) await this.dispatcher.setConcurrency(projectId, q.name, q.concurrencyLimit);

@@ -39,7 +39,10 @@ export interface NewWait {
   seq: number;
   kind: WaitKind;
   wakeAt: Date | null;
+  /** event, and a remote worker's suspend: the topic whose events answer the wait. */
   topic?: string;
+  /** Only an event of this type answers it (a remote worker's suspend: `resume_<step_key>`). */
+  eventType?: string;
   match?: Record<string, unknown>;
   /** event: events after this project sequence may answer it (read when the run reached the step). */
   afterSequence?: bigint;

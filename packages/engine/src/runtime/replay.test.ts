@@ -51,8 +51,8 @@ const execution = {
   rootExecutionId: "e1",
 };
 const logger = { info() {}, warn() {}, error() {} };
-const run = <I, O>(definition: WorkflowDefinition<I, O>, journal: Journal, input: I, canRetry = false) =>
-  replay({ definition, input, execution, journal, logger, canRetry });
+const run = <I, O>(definition: WorkflowDefinition<I, O>, journal: Journal, input: I) =>
+  replay({ definition, input, execution, journal, logger });
 
 /** A journal that refuses every write with `error` (a run no longer ours, a database gone). */
 const refusingJournal = (error: Error): Journal => ({
@@ -131,7 +131,7 @@ describe("replay", () => {
       await ctx.step.run("a", () => 1);
       await ctx.step.run("a", () => 2);
     });
-    const outcome = await run(wf, memoryJournal().journal, null, true);
+    const outcome = await run(wf, memoryJournal().journal, null);
     expect(outcome).toMatchObject({ type: "failed", retryable: false });
     expect(outcome.type === "failed" && outcome.error.message).toContain("step key 'a' is used twice");
   });
@@ -149,7 +149,7 @@ describe("replay", () => {
       ),
     );
     const { journal, writes } = memoryJournal();
-    const outcome = await run(wf, journal, null, true);
+    const outcome = await run(wf, journal, null);
     expect(calls).toBe(3);
     expect(outcome).toMatchObject({
       type: "failed",
@@ -168,7 +168,7 @@ describe("replay", () => {
         throw new NonRetryableError("bad input");
       }),
     );
-    const outcome = await run(wf, memoryJournal().journal, null, true);
+    const outcome = await run(wf, memoryJournal().journal, null);
     expect(calls).toBe(1);
     expect(outcome).toMatchObject({ type: "failed", retryable: false, error: { name: "NonRetryableError" } });
   });
@@ -375,7 +375,7 @@ describe("replay", () => {
     );
     const { journal, stored } = memoryJournal();
     let outcome: unknown;
-    const replaying = run(wf, journal, null, true).then((o) => {
+    const replaying = run(wf, journal, null).then((o) => {
       outcome = o;
     });
     await new Promise((r) => setTimeout(r, 20));
@@ -429,7 +429,7 @@ describe("infrastructure errors", () => {
       }
     });
     const journal = refusingJournal(new Error("connection terminated unexpectedly"));
-    await expect(run(wf, journal, null, true)).rejects.toThrow("connection terminated unexpectedly");
+    await expect(run(wf, journal, null)).rejects.toThrow("connection terminated unexpectedly");
     expect(calls).toBe(1);
   });
 });

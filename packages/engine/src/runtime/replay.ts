@@ -36,8 +36,6 @@ export interface ReplayOptions<I, O> {
   execution: ExecutionInfo;
   journal: Journal;
   logger: WorkflowLogger;
-  /** Run-level retries still available after this attempt fails. */
-  canRetry: boolean;
   /**
    * Live events of the run (an LLM step's text deltas, tool calls). The worker batches them onto
    * the run's topic; the runtime stays free of the engine and its database. The returned promise
@@ -119,7 +117,9 @@ class Replay<I, O> {
     if (first.ok) return { type: "completed", result: toJson(first.value) };
     if (first.err instanceof ExecutionAbortedError) return { type: "aborted", reason: first.err.message };
     const error = serializeError(first.err, stepKeyOf(first.err));
-    const retryable = !(first.err instanceof NonRetryableError) && !isMisuse(first.err) && this.o.canRetry;
+    // Whether the run has attempts left is the engine's call (see failExecution); this says only
+    // whether another attempt could help.
+    const retryable = !(first.err instanceof NonRetryableError) && !isMisuse(first.err);
     return { type: "failed", error, retryable };
   }
 

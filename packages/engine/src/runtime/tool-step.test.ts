@@ -63,7 +63,6 @@ function run<O>(handler: (ctx: WorkflowContext<unknown>) => Promise<O>, journal:
     execution,
     journal,
     logger,
-    canRetry: false,
     publish: (e) => {
       published.push(e);
     },

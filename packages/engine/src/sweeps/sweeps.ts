@@ -108,7 +108,12 @@ export class Sweeps {
     return fired;
   }
 
-  /** Workers silent for 3 heartbeat intervals go offline; their running executions are requeued. */
+  /**
+   * Workers silent for 3 heartbeat intervals go offline. A push worker's running executions are
+   * requeued: its heartbeats are the only sign of it. An in-cluster worker's are not: its BullMQ job
+   * locks say whether it lives (its heartbeats go through the API, which may be down while it works
+   * on), and BullMQ redelivers the job of one that died.
+   */
   async releaseDeadWorkers(): Promise<{ offline: number; released: number }> {
     // Purpose: mark stale workers offline. Locks: the worker rows updated. Result: their ids.
     const dead = await this.deps.prisma.$queryRaw<{ id: string }[]>(Prisma.sql`
@@ -116,14 +121,14 @@ export class Sweeps {
       WHERE status IN ('online', 'draining')
         AND last_heartbeat_at < now() - make_interval(secs => heartbeat_interval_seconds * ${MISSED_HEARTBEATS_BEFORE_OFFLINE}::int)
       RETURNING id`);
-    // Running executions of any offline worker: just swept, deregistered, or swept by a replica
-    // that crashed before releasing them.
+    // Running executions of any offline push worker: just swept, deregistered, or swept by a
+    // replica that crashed before releasing them.
     // Purpose: find them. Locks: none (release is a conditional transition on the claim read here,
     // so a run another worker restarted meanwhile is left alone). Result: id and claim.
     const orphaned = await this.deps.prisma.$queryRaw<{ id: string; dispatchSeq: number; lease: number }[]>(
       Prisma.sql`
       SELECT e.id, e.dispatch_seq AS "dispatchSeq", e.lease FROM executions e JOIN workers w ON w.id = e.worker_id
-      WHERE e.status = 'running' AND w.status = 'offline'`,
+      WHERE e.status = 'running' AND w.status = 'offline' AND w.mode <> 'queue'`,
     );
     let released = 0;
     for (const e of orphaned) {
@@ -186,9 +191,15 @@ export class Sweeps {
   async reportFinishedChildren({ batchSize = 500 }: SweepOptions = {}): Promise<number> {
     // Purpose: children that finished while their parent's invoke wait stayed open. Locks: none
     // (notifyParent settles the wait under the parent's lock). Result: the children.
+    // A batch's wait lists its children: once all are done, any one of them settles it.
     const ids = await this.deps.prisma.$queryRaw<{ id: string }[]>(Prisma.sql`
       SELECT c.id FROM waits w JOIN executions c ON c.id = w.child_execution_id
       WHERE w.kind = 'invoke' AND w.status = 'pending' AND c.status IN ('completed', 'failed', 'cancelled')
+      UNION ALL
+      SELECT w.child_execution_ids[1] FROM waits w
+      WHERE w.kind = 'invoke' AND w.status = 'pending' AND cardinality(w.child_execution_ids) > 0
+        AND NOT EXISTS (SELECT 1 FROM executions c WHERE c.id = ANY(w.child_execution_ids)
+                        AND c.status NOT IN ('completed', 'failed', 'cancelled'))
       LIMIT ${batchSize}`);
     const children = await this.deps.prisma.execution.findMany({
       where: { id: { in: ids.map((r) => r.id) } },

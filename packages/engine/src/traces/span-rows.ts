@@ -118,7 +118,7 @@ export function waitSpan(e: Execution, w: Wait): SpanRow {
   };
 }
 
-/** A span sent by a remote worker, in the contract's shape. */
+/** A span sent by a remote worker, in the contract's shape (null meaning "no value"). */
 export function ingestedRow(
   projectId: string,
   s: {
@@ -127,15 +127,25 @@ export function ingestedRow(
     parent_span_id?: string | null;
     name: string;
     span_type: SpanType;
-    attributes?: Record<string, unknown>;
+    attributes?: Record<string, unknown> | null;
+    events?: unknown;
     input?: unknown;
     output?: unknown;
     error?: unknown;
-    started_at: string;
+    initial_state?: unknown;
+    final_state?: unknown;
+    started_at?: string | null;
     ended_at?: string | null;
   },
 ): SpanRow {
   const attr = (k: string) => (typeof s.attributes?.[k] === "string" ? (s.attributes[k] as string) : null);
+  // Kept with the span, in its attributes, when the worker sends them.
+  const extra = Object.fromEntries(
+    (["events", "initial_state", "final_state"] as const).flatMap((k) =>
+      s[k] === null || s[k] === undefined ? [] : [[k, s[k]]],
+    ),
+  );
+  const endedAt = s.ended_at ? new Date(s.ended_at) : null;
   return {
     spanId: s.span_id,
     traceId: s.trace_id,
@@ -146,11 +156,11 @@ export function ingestedRow(
     status: attr("status"),
     name: s.name,
     spanType: s.span_type,
-    attributes: (s.attributes ?? {}) as Prisma.InputJsonValue,
+    attributes: { ...(s.attributes ?? {}), ...extra } as Prisma.InputJsonValue,
     input: json(s.input),
     output: json(s.output),
     error: json(s.error),
-    startedAt: new Date(s.started_at),
-    endedAt: s.ended_at ? new Date(s.ended_at) : null,
+    startedAt: s.started_at ? new Date(s.started_at) : (endedAt ?? new Date()),
+    endedAt,
   };
 }

@@ -1,5 +1,6 @@
+import { randomBytes } from "node:crypto";
 import type { PrismaClient, Worker } from "@spool/db";
-import { decodeTimeCursor, isUuid, notFound, timeCursorOf, toPage } from "@spool/shared";
+import { badRequest, decodeTimeCursor, isUuid, notFound, timeCursorOf, toPage } from "@spool/shared";
 import { createdAfterField } from "../util/keyset.js";
 
 export type WorkerMode = "queue" | "push" | "pull";
@@ -16,6 +17,8 @@ export interface WorkerCapabilities {
 export interface RegisterWorkerInput {
   deploymentId: string;
   mode: WorkerMode;
+  /** How often the worker promises to heartbeat; a push worker's default is the Polos SDK's 30 s. */
+  heartbeatIntervalSeconds?: number | null;
   capabilities?: WorkerCapabilities | null;
   maxConcurrentExecutions?: number | null;
   pushEndpointUrl?: string | null;
@@ -24,6 +27,86 @@ export interface RegisterWorkerInput {
 
 /** A worker silent for this many heartbeat intervals is offline (contract: 3). */
 export const MISSED_HEARTBEATS_BEFORE_OFFLINE = 3;
+/** The Polos SDKs heartbeat every 30 s, whatever the server says: offline after 90 s of silence. */
+export const PUSH_HEARTBEAT_INTERVAL_SECONDS = 30;
+
+/**
+ * Whether another online worker of the project says it runs this workflow (its registered
+ * capabilities): during a rolling deploy, an old worker hands a new workflow's run to a new one.
+ */
+export async function servedElsewhere(
+  prisma: PrismaClient,
+  projectId: string,
+  workflowId: string,
+  exceptWorkerId: string | null,
+): Promise<boolean> {
+  const found = await prisma.worker.count({
+    where: {
+      projectId,
+      status: "online",
+      ...(exceptWorkerId ? { id: { not: exceptWorkerId } } : {}),
+      capabilities: { path: ["workflow_ids"], array_contains: [workflowId] },
+    },
+  });
+  return found > 0;
+}
+
+/** After `failures` pushes in a row failed, no run is pushed to the worker for this long. */
+const pushBackoffMs = (failures: number) => Math.min(30_000, 500 * 2 ** Math.min(failures - 1, 10));
+/** A worker that answered 429 (at capacity) is left alone this long. */
+const BUSY_PAUSE_MS = 1000;
+
+/**
+ * What a push told about its worker. Failed pushes pause it with growing backoff (its runs go to
+ * other workers meanwhile) but never take it offline: only 90 s without a heartbeat does. A 400
+ * "Worker ID mismatch" means the process at that URL re-registered: this id is gone for good.
+ */
+export async function recordPushOutcome(
+  prisma: PrismaClient,
+  workerId: string,
+  outcome: "accepted" | "busy" | "failed" | "mismatch",
+): Promise<void> {
+  const now = Date.now();
+  switch (outcome) {
+    case "accepted":
+      await prisma.worker.updateMany({
+        where: { id: workerId, OR: [{ pushFailures: { gt: 0 } }, { pushPausedUntil: { not: null } }] },
+        data: { pushFailures: 0, pushPausedUntil: null },
+      });
+      return;
+    case "busy":
+      await prisma.worker.update({
+        where: { id: workerId },
+        data: { pushPausedUntil: new Date(now + BUSY_PAUSE_MS) },
+      });
+      return;
+    case "failed": {
+      const w = await prisma.worker.update({
+        where: { id: workerId },
+        data: { pushFailures: { increment: 1 } },
+      });
+      await prisma.worker.update({
+        where: { id: workerId },
+        data: { pushPausedUntil: new Date(now + pushBackoffMs(w.pushFailures)) },
+      });
+      return;
+    }
+    case "mismatch":
+      await prisma.worker.update({ where: { id: workerId }, data: { status: "offline" } });
+  }
+}
+
+/** Whether a push worker of the project, online or not, advertises the workflow. */
+export async function servedByAnyPushWorker(prisma: PrismaClient, projectId: string, workflowId: string) {
+  const found = await prisma.worker.count({
+    where: {
+      projectId,
+      mode: "push",
+      capabilities: { path: ["workflow_ids"], array_contains: [workflowId] },
+    },
+  });
+  return found > 0;
+}
 
 export class Workers {
   constructor(
@@ -32,30 +115,20 @@ export class Workers {
   ) {}
 
   /**
-   * Whether another online worker of the project says it runs this workflow (its registered
-   * capabilities): during a rolling deploy, an old worker hands a new workflow's run to a new one.
+   * Registers a worker process. Its deployment is created if it does not exist yet (a remote worker
+   * registers itself before its deployment). A push worker gets the secret its pushes are signed
+   * with, and is judged by the heartbeat interval it keeps (the Polos SDKs beat every 30 s).
    */
-  async servedElsewhere(
-    projectId: string,
-    workflowId: string,
-    exceptWorkerId: string | null,
-  ): Promise<boolean> {
-    const found = await this.prisma.worker.count({
-      where: {
-        projectId,
-        status: "online",
-        ...(exceptWorkerId ? { id: { not: exceptWorkerId } } : {}),
-        capabilities: { path: ["workflow_ids"], array_contains: [workflowId] },
-      },
-    });
-    return found > 0;
-  }
-
   async register(projectId: string, input: RegisterWorkerInput): Promise<Worker> {
-    const deployment = await this.prisma.deployment.count({
-      where: { projectId, deploymentId: input.deploymentId },
+    if (input.mode === "push" && !input.pushEndpointUrl) {
+      throw badRequest("a push worker needs push_endpoint_url: Spool sends its runs there");
+    }
+    await this.prisma.deployment.upsert({
+      where: { projectId_deploymentId: { projectId, deploymentId: input.deploymentId } },
+      create: { projectId, deploymentId: input.deploymentId, status: "active" },
+      update: {},
     });
-    if (!deployment) throw notFound("deployment", input.deploymentId);
+    const push = input.mode === "push";
     return this.prisma.worker.create({
       data: {
         projectId,
@@ -65,8 +138,11 @@ export class Workers {
         capabilities: (input.capabilities ?? {}) as object,
         maxConcurrentExecutions: input.maxConcurrentExecutions ?? null,
         pushEndpointUrl: input.pushEndpointUrl ?? null,
+        pushSecret: push ? randomBytes(32).toString("base64url") : null,
         hostname: input.hostname ?? null,
-        heartbeatIntervalSeconds: this.heartbeatIntervalSeconds,
+        heartbeatIntervalSeconds:
+          input.heartbeatIntervalSeconds ??
+          (push ? PUSH_HEARTBEAT_INTERVAL_SECONDS : this.heartbeatIntervalSeconds),
       },
     });
   }

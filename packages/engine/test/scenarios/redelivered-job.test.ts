@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { claimOf } from "../../src/execution/claim.js";
 import { ExecutionAbortedError } from "../../src/runtime/journal.js";
-import { createTestEngine } from "../engine-fixture.js";
+import { createTestEngine, startedRun } from "../engine-fixture.js";
 
 const step = (stepKey: string, seq: number, output: unknown) => ({
   stepKey,
@@ -22,11 +22,11 @@ describe("a job redelivered while its first worker lives on", () => {
     const { receipt } = await engine.executions.run(projectId, { workflowId: "wf", input: {} });
     const id = receipt.execution_id;
 
-    const first = claimOf((await engine.executions.start(id, 0, null))!);
+    const first = claimOf((await startedRun(engine, id, 0, null))!);
     const firstJournal = await engine.executions.journal(id, first);
     await firstJournal.saveStep(step("a", 1, "from first"));
     // Same job (dispatch 0) started again by another worker.
-    const second = claimOf((await engine.executions.start(id, 0, null))!);
+    const second = claimOf((await startedRun(engine, id, 0, null))!);
     expect(second.dispatchSeq).toBe(first.dispatchSeq);
     expect(second.lease).toBeGreaterThan(first.lease);
 

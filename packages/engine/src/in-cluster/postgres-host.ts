@@ -1,0 +1,102 @@
+import type { Execution } from "@spool/db";
+import type { Logger } from "@spool/shared";
+import { createRunStream } from "../agents/run-stream.js";
+import type { JobData } from "../dispatch/dispatcher.js";
+import type { Engine } from "../engine.js";
+import { type Claim, claimOf } from "../execution/claim.js";
+import type { RunHost } from "../runner/run-host.js";
+import { showRunningAfterDelay } from "../traces/running-span.js";
+import { createSpanWriter } from "../traces/span-writer.js";
+
+/** How long a held run is watched per round before its holder is checked again. */
+const HELD_RECHECK_MS = 30_000;
+
+export interface PostgresRunHost extends RunHost {
+  /** The claim `start` took (undefined before, or when the job was stale). */
+  claim(): Claim | undefined;
+}
+
+/**
+ * The in-cluster host of one run job: the worker reads and settles the run straight in Postgres
+ * through the engine, publishes its live events and step spans in batches, and shows the run as
+ * running in its trace once it has gone on for a moment.
+ */
+export function createPostgresHost(
+  engine: Engine,
+  job: Extract<JobData, { kind: "run" }>,
+  options: { workerId: () => string | null; logger: Logger },
+): PostgresRunHost {
+  let execution: Execution | undefined;
+  let claim: Claim | undefined;
+  let stream: ReturnType<typeof createRunStream> | undefined;
+  let spans: ReturnType<typeof createSpanWriter> | undefined;
+  let runningSpan: { settle: () => Promise<void> } | undefined;
+  const warn = (what: string) => (err: unknown) =>
+    options.logger.warn({ err: String(err), execution_id: job.executionId }, what);
+  const held = () => {
+    if (!execution || !claim) throw new Error("the run was not started");
+    return { execution, claim };
+  };
+
+  return {
+    claim: () => claim,
+    async start() {
+      const result = await engine.executions.start(job.executionId, job.dispatchSeq, options.workerId());
+      if (result.status === "held") {
+        // A live remote worker runs it; this job only came back because the dispatcher that pushed
+        // it died. Hold the job (it counts against the queue's limit) until the run moves on.
+        const lease = result.execution.lease;
+        for (;;) {
+          const now = await engine.executions.untilLeaves(job.executionId, lease, HELD_RECHECK_MS);
+          if (now.status !== "running" || now.lease !== lease) return null;
+        }
+      }
+      if (result.status === "stale") return null;
+      execution = result.execution;
+      claim = claimOf(execution);
+      const run = {
+        projectId: execution.projectId,
+        workflowId: execution.workflowId,
+        executionId: execution.id,
+      };
+      stream = createRunStream(engine.events, run, warn("stream publish failed"));
+      spans = createSpanWriter(engine.traces, execution, warn("span write failed"));
+      runningSpan = showRunningAfterDelay(engine.traces, execution.id, warn("span sync failed"));
+      return {
+        input: execution.input,
+        execution: {
+          id: execution.id,
+          workflowId: execution.workflowId,
+          attempt: execution.attempt,
+          queueName: execution.queueName,
+          parentExecutionId: execution.parentExecutionId,
+          rootExecutionId: execution.rootExecutionId ?? execution.id,
+        },
+      };
+    },
+    journal: () => engine.executions.journal(job.executionId, held().claim),
+    publish: (event) => stream?.publish(event),
+    recordStep: (record) => spans?.record(record),
+    async flush() {
+      await Promise.all([stream?.flush(), spans?.flush(), runningSpan?.settle()]);
+    },
+    async complete(result) {
+      return (await engine.executions.complete(job.executionId, held().claim, result)) !== null;
+    },
+    async fail(error, retry) {
+      const row = await engine.executions.fail({
+        executionId: job.executionId,
+        claim: held().claim,
+        error,
+        retry,
+      });
+      return row === null ? "not_ours" : row.status === "queued" ? "retrying" : "failed";
+    },
+    async block(waits) {
+      return (
+        (await engine.executions.block({ executionId: job.executionId, claim: held().claim, waits })) !== null
+      );
+    },
+    notLoaded: () => engine.executions.notLoaded(held().execution, held().claim, options.workerId()),
+  };
+}

@@ -1,0 +1,308 @@
+import type { Execution, Worker as WorkerRow } from "@spool/db";
+import { Prisma } from "@spool/db";
+import type { Logger, PushRequest, SerializedError } from "@spool/shared";
+import { DelayedError, type Job, Worker } from "bullmq";
+import { BULL_PREFIX, bullQueueName, type JobData } from "../dispatch/dispatcher.js";
+import type { Engine } from "../engine.js";
+import { claimOf } from "../execution/claim.js";
+import { markPushed, startOnPushWorker, unstartExecution } from "../execution/start-on-push-worker.js";
+import { showRunningAfterDelay } from "../traces/running-span.js";
+import { recordPushOutcome, servedByAnyPushWorker, servedElsewhere } from "../workers/workers.js";
+import { type PushOutcome, sendCancel, sendPush } from "./push-client.js";
+
+export interface PushDispatcherOptions {
+  logger: Logger;
+  /** How often the queues that push workers serve are looked up. */
+  refreshMs?: number;
+  /** Longest a worker may take to answer a push. */
+  pushTimeoutMs?: number;
+  /**
+   * Most jobs one queue consumer holds at once (each is a run out on a remote worker, or one waiting
+   * for room); it takes no more than the queue's online push workers can run together.
+   */
+  concurrency?: number;
+  /** How long a held job's lock lives without renewal: a dead dispatcher's runs are adopted after it. */
+  lockDurationMs?: number;
+  /** Push only these projects' runs (default: every project's). */
+  projectIds?: string[];
+}
+
+/** How long a held run is watched per round before the loop looks again (announcements wake it sooner). */
+const HOLD_RECHECK_MS = 15_000;
+/** What a push worker without max_concurrent_executions counts for, and the most one consumer holds. */
+const UNLIMITED_CAPACITY = 1000;
+/** A run of a workflow no push worker serves goes back to the queue for an in-cluster worker. */
+const NOT_PUSHED_HERE_DELAY_MS = 250;
+/** How often a run whose push workers are all away is looked at again. */
+const AWAY_DELAY_MS = 5000;
+
+/**
+ * Pushes runs to remote workers (spec/worker-protocol.md). It consumes the BullMQ queues that push
+ * workers' workflows run on, like an in-cluster worker does, and for each run job: starts the run
+ * on a push worker with room, POSTs it to the worker's /execute, and keeps the job (and with it the
+ * queue's concurrency slot, which holds across every consumer of the queue) until the run leaves
+ * that worker. A job BullMQ hands back because the dispatcher that held it died is adopted, never
+ * pushed again, while the run's worker is online: its step functions must not run twice.
+ */
+export class PushDispatcher {
+  private readonly consumers = new Map<string, Worker<JobData, string>>();
+  private timer: NodeJS.Timeout | undefined;
+  private stopping = false;
+  /** Runs started on a push worker whose push has not been answered yet. */
+  private pushing = 0;
+  private refreshing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly engine: Engine,
+    private readonly o: PushDispatcherOptions,
+  ) {}
+
+  start(): void {
+    const loop = () => {
+      this.refreshing = this.refresh()
+        .catch((err) => this.o.logger.warn({ err: String(err) }, "push queue lookup failed"))
+        .finally(() => {
+          if (!this.stopping) this.timer = setTimeout(loop, this.o.refreshMs ?? 1000);
+        });
+    };
+    loop();
+  }
+
+  /**
+   * Stops taking jobs. Pushes under way are answered first (bounded by the push timeout), so no run
+   * is left started but never pushed; held runs stay with their workers, and their jobs, whose locks
+   * now lapse, are adopted by another dispatcher.
+   */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.timer);
+    await this.refreshing;
+    const deadline = Date.now() + (this.o.pushTimeoutMs ?? 10_000) + 1000;
+    while (this.pushing > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await Promise.allSettled([...this.consumers.values()].map((w) => w.close(true)));
+    this.consumers.clear();
+  }
+
+  /**
+   * Consumers for every (project, queue) a workflow some online push worker serves runs on. Each
+   * takes at most as many jobs at once as those workers can run together: a job it holds counts
+   * against the queue's limit and is out of reach of in-cluster workers on the same queue.
+   */
+  async refresh(): Promise<void> {
+    // Purpose: the queues to consume and the push capacity behind each. Locks: none. Result: one
+    // row per (project, queue); a worker without a limit counts as UNLIMITED_CAPACITY.
+    const rows = await this.engine.prisma.$queryRaw<{ projectId: string; queue: string; capacity: number }[]>(
+      Prisma.sql`
+      SELECT q.project_id AS "projectId", q.queue,
+             SUM(COALESCE(w.max_concurrent_executions, ${UNLIMITED_CAPACITY}))::int AS capacity
+      FROM (SELECT DISTINCT r.project_id, COALESCE(r.queue_name, 'default') AS queue, w.id AS worker_id
+            FROM workers w JOIN workflow_registrations r
+              ON r.project_id = w.project_id
+             AND w.capabilities -> 'workflow_ids' @> jsonb_build_array(r.workflow_id)
+            WHERE w.mode = 'push' AND w.status = 'online') q
+      JOIN workers w ON w.id = q.worker_id
+      GROUP BY q.project_id, q.queue`,
+    );
+    const wanted = new Set<string>();
+    for (const { projectId, queue, capacity } of rows) {
+      if (this.o.projectIds && !this.o.projectIds.includes(projectId)) continue;
+      const name = bullQueueName(projectId, queue);
+      wanted.add(name);
+      const concurrency = Math.max(1, Math.min(capacity, this.o.concurrency ?? UNLIMITED_CAPACITY));
+      const existing = this.consumers.get(name);
+      if (existing) {
+        if (existing.concurrency !== concurrency) existing.concurrency = concurrency;
+        continue;
+      }
+      if (this.stopping) return;
+      const consumer = new Worker<JobData, string>(name, (job, token) => this.process(job, token), {
+        connection: this.engine.dispatcher.workerConnection(),
+        prefix: BULL_PREFIX,
+        concurrency,
+        lockDuration: this.o.lockDurationMs ?? 30_000,
+        stalledInterval: this.o.lockDurationMs ?? 30_000,
+        maxStalledCount: 1_000_000,
+      });
+      consumer.on("error", (err) => this.o.logger.warn({ err: err.message, queue }, "push consumer error"));
+      consumer.on("failed", (job, err) =>
+        this.o.logger.warn({ err: err.message, job_id: job?.id, queue }, "push job failed"),
+      );
+      this.consumers.set(name, consumer);
+      this.o.logger.info({ project_id: projectId, queue, concurrency }, "pushing runs of queue");
+    }
+    // No online push worker serves these any more: leave their jobs to the queue (as with no
+    // in-cluster worker) instead of taking them with nowhere to push. Held runs finish first.
+    for (const [name, consumer] of this.consumers) {
+      if (wanted.has(name)) continue;
+      this.consumers.delete(name);
+      void consumer.close().catch(() => {});
+      this.o.logger.info({ queue: name }, "no push worker serves the queue now; stopped taking its runs");
+    }
+  }
+
+  private async process(job: Job<JobData, string>, token?: string): Promise<string> {
+    const data = job.data;
+    if (data.kind === "timer") {
+      return (await this.engine.executions.fireTimer(data.waitId)) ? "timer fired" : "timer not due";
+    }
+    for (let round = 0; ; round++) {
+      const run = await this.engine.prisma.execution.findUnique({ where: { id: data.executionId } });
+      if (
+        !run ||
+        run.dispatchSeq !== data.dispatchSeq ||
+        (run.status !== "queued" && run.status !== "running")
+      ) {
+        return "stale";
+      }
+      // The dispatcher that pushed it died: adopt the run if its worker took the push (it runs it
+      // now); if the push may never have left, start it again (the new lease fences any copy).
+      const holder = run.status === "running" && run.workerId ? await this.workerRow(run.workerId) : null;
+      if (holder?.mode === "push" && holder.status === "online" && run.pushedLease === run.lease) {
+        this.o.logger.info(
+          { execution_id: run.id, worker_id: holder.id },
+          "adopted a pushed run whose dispatcher went away; waiting for its worker",
+        );
+        await this.hold(run, holder);
+        return "adopted";
+      }
+      const started = await startOnPushWorker(this.engine.prisma, { execution: run });
+      if (started.status === "stale") return "stale";
+      if (started.status === "none") return this.notPushedHere(job, token, run);
+      if (started.status === "full") {
+        await this.waitForRoom(round, started.retryAt);
+        continue;
+      }
+      const { execution, worker } = started;
+      this.pushing++;
+      let outcome: PushOutcome;
+      try {
+        outcome = await sendPush(
+          worker,
+          await this.pushBody(execution, worker),
+          this.o.pushTimeoutMs ?? 10_000,
+        );
+        // The worker has the run now: a dispatcher that adopts this job later must only wait.
+        if (outcome.kind === "accepted")
+          await markPushed(this.engine.prisma, claimOf(execution), execution.id);
+      } finally {
+        this.pushing--;
+      }
+      await recordPushOutcome(this.engine.prisma, worker.id, outcome.kind);
+      if (outcome.kind === "accepted") {
+        await this.hold(execution, worker);
+        return "pushed";
+      }
+      this.o.logger.warn(
+        {
+          execution_id: execution.id,
+          worker_id: worker.id,
+          outcome: outcome.kind,
+          ...("reason" in outcome ? { reason: outcome.reason } : {}),
+        },
+        "push not taken; trying again",
+      );
+      // Back to queued under this job's dispatch: the next round pushes it (no attempt used).
+      if (
+        !(await unstartExecution(this.engine.prisma, {
+          executionId: execution.id,
+          claim: claimOf(execution),
+        }))
+      ) {
+        return "stale";
+      }
+    }
+  }
+
+  /**
+   * Keeps the job until the run leaves the worker it was pushed to. When it left because it was
+   * cancelled or timed out, the worker is told to stop it.
+   */
+  private async hold(run: Execution, worker: WorkerRow): Promise<void> {
+    const runningSpan = showRunningAfterDelay(this.engine.traces, run.id, (err) =>
+      this.o.logger.warn({ err: String(err), execution_id: run.id }, "span sync failed"),
+    );
+    try {
+      for (;;) {
+        const now = await this.engine.executions.untilLeaves(run.id, run.lease, HOLD_RECHECK_MS);
+        if (now.status === "running" && now.lease === run.lease) {
+          // Shutting down: never let BullMQ complete the job of a run still out on its worker. The
+          // job stays active until its lock lapses, and another dispatcher adopts it.
+          if (this.stopping) await new Promise<never>(() => {});
+          continue;
+        }
+        const timedOut =
+          now.status === "failed" && (now.error as SerializedError | null)?.name === "RunTimeoutError";
+        if (now.status === "cancelled" || timedOut) {
+          void sendCancel(worker, run.id, this.o.pushTimeoutMs ?? 10_000);
+        }
+        return;
+      }
+    } finally {
+      await runningSpan.settle();
+    }
+  }
+
+  /**
+   * No online push worker serves the run's workflow. If another online worker does (an in-cluster
+   * one on this queue), the job goes back to the queue untouched for it; while a push worker that
+   * serves it is away (written off, restarting), it waits for it; if no worker ever served it, the
+   * run fails with WorkflowNotLoadedError, as an in-cluster worker would fail it.
+   */
+  private async notPushedHere(job: Job<JobData, string>, token: string | undefined, run: Execution) {
+    const elsewhere = await servedElsewhere(this.engine.prisma, run.projectId, run.workflowId, null);
+    if (elsewhere || (await servedByAnyPushWorker(this.engine.prisma, run.projectId, run.workflowId))) {
+      await job.moveToDelayed(Date.now() + (elsewhere ? NOT_PUSHED_HERE_DELAY_MS : AWAY_DELAY_MS), token);
+      throw new DelayedError();
+    }
+    const started = await this.engine.executions.start(run.id, run.dispatchSeq, null);
+    if (started.status !== "started") return "stale";
+    await this.engine.executions.notLoaded(started.execution, claimOf(started.execution), null);
+    return "not_loaded";
+  }
+
+  /** Every push worker of the workflow is full or paused: look again soon (sooner while it is new). */
+  private async waitForRoom(round: number, retryAt: Date | null): Promise<void> {
+    const backoff = Math.min(1000, 50 * 2 ** Math.min(round, 5));
+    const ms = retryAt ? Math.max(backoff, retryAt.getTime() - Date.now()) : backoff;
+    await new Promise((resolve) => setTimeout(resolve, ms));
+  }
+
+  private workerRow(id: string) {
+    return this.engine.prisma.worker.findUnique({ where: { id } });
+  }
+
+  /** The protocol's push body (unknown values null) plus Spool's claim. */
+  private async pushBody(e: Execution, worker: WorkerRow): Promise<PushRequest> {
+    const rootId = e.rootExecutionId ?? e.id;
+    const root =
+      rootId === e.id
+        ? e
+        : await this.engine.prisma.execution.findUnique({
+            where: { id: rootId },
+            select: { workflowId: true },
+          });
+    return {
+      worker_id: worker.id,
+      execution_id: e.id,
+      workflow_id: e.workflowId,
+      deployment_id: e.deploymentId,
+      payload: e.input,
+      parent_execution_id: e.parentExecutionId,
+      root_execution_id: rootId,
+      root_workflow_id: root?.workflowId ?? e.workflowId,
+      step_key: e.stepKey,
+      retry_count: e.attempt - 1,
+      created_at: e.createdAt.toISOString(),
+      session_id: e.sessionId,
+      user_id: e.userId,
+      otel_traceparent: e.otelTraceparent,
+      otel_span_id: e.otelSpanId,
+      initial_state: e.initialState ?? null,
+      run_timeout_seconds: e.runTimeoutSeconds,
+      channel_context: e.channelContext ?? null,
+      spool_claim: `${e.dispatchSeq}.${e.lease}`,
+      attempt: e.attempt,
+      queue_name: e.queueName,
+    };
+  }
+}

@@ -1,0 +1,234 @@
+import type { Execution, StepResult, Wait, Worker } from "@spool/db";
+import { badRequest, conflict, isUuid, notFound, type SerializedError } from "@spool/shared";
+import type { EngineDeps } from "../deps.js";
+import { type Claim, claimOf } from "../execution/claim.js";
+import type { Executions } from "../execution/executions.js";
+import { eventCursorOf, storeStep } from "../execution/journal-store.js";
+import { nextSeq } from "../execution/next-seq.js";
+import { ExecutionAbortedError, type NewWait, type StepKind, type StepRecord } from "../runtime/journal.js";
+import { type ProtocolWait, toNewWait } from "./protocol-waits.js";
+
+/** Who calls a worker route: the push worker it says it is, and (Spool's SDK) the push's claim. */
+export interface RemoteCaller {
+  workerId?: string | null;
+  claim?: Claim | null;
+}
+
+/** A claim no run holds: a write under it stores a completed result and is then refused. */
+const FENCED: Claim = { dispatchSeq: -1, lease: -1 };
+
+const notYours = (e: Execution) =>
+  conflict(`execution is ${e.status} and no longer this worker's to run`, { status: e.status });
+
+/**
+ * The engine's side of the worker protocol's /internal routes: every call is one of the verbs an
+ * in-cluster worker uses (journal, step, park, complete, fail, hand back), under the claim of the
+ * start that pushed the run to the caller. Only runs of the caller's project are touched, and only
+ * while no in-cluster worker holds them; a worker calling for a run it no longer holds gets 409 and
+ * changes nothing (a completed step result is still kept: the next worker adopts it).
+ */
+export class RemoteRuns {
+  constructor(
+    private readonly deps: EngineDeps,
+    private readonly executions: Executions,
+  ) {}
+
+  /** Stored steps (settled waits included) and the waits still open, in the order reached. */
+  async journal(projectId: string, executionId: string, caller: RemoteCaller) {
+    const { execution, claim } = await this.identify(projectId, executionId, caller);
+    if (!claim) throw notYours(execution);
+    const [steps, waits] = await Promise.all([
+      this.deps.prisma.stepResult.findMany({ where: { executionId }, orderBy: { seq: "asc" } }),
+      this.deps.prisma.wait.findMany({ where: { executionId, status: "pending" } }),
+    ]);
+    return { steps, waits };
+  }
+
+  async step(projectId: string, executionId: string, caller: RemoteCaller, stepKey: string) {
+    const { execution, claim } = await this.identify(projectId, executionId, caller);
+    if (!claim) throw notYours(execution);
+    const step = await this.deps.prisma.stepResult.findUnique({
+      where: { executionId_stepKey: { executionId, stepKey } },
+    });
+    if (!step) throw notFound("step", stepKey);
+    return step;
+  }
+
+  /** Stores a step result: a completed one is never overwritten, and is kept even from a fenced worker. */
+  async saveStep(
+    projectId: string,
+    executionId: string,
+    caller: RemoteCaller,
+    step: {
+      stepKey: string;
+      output: unknown;
+      status: "completed" | "failed";
+      error: SerializedError | null;
+      seq?: number;
+      kind?: StepKind;
+      attempts?: number;
+      startedAt?: Date;
+    },
+  ) {
+    const { execution, claim } = await this.identify(projectId, executionId, caller);
+    try {
+      return await storeStep(this.deps.prisma, executionId, claim ?? FENCED, {
+        stepKey: step.stepKey,
+        seq: step.seq ?? (await nextSeq(this.deps.prisma, executionId)),
+        kind: step.kind ?? "run",
+        status: step.status,
+        output: step.output,
+        error: step.error ?? undefined,
+        attempts: step.attempts ?? 1,
+        startedAt: step.startedAt ?? new Date(),
+      });
+    } catch (err) {
+      if (err instanceof ExecutionAbortedError) throw notYours(execution);
+      throw err;
+    }
+  }
+
+  /** Parks the run on its waits: the protocol's one wait, or (Spool's SDK) all a replay parked on. */
+  async park(projectId: string, executionId: string, caller: RemoteCaller, wait: ProtocolWait | NewWait[]) {
+    const { execution, claim } = await this.identify(projectId, executionId, caller);
+    const keys = Array.isArray(wait) ? wait.map((w) => w.stepKey) : [wait.stepKey];
+    if (!claim) {
+      // The same call made again after its answer was lost: the run is parked on these steps already.
+      if (await this.parkedOn(execution, keys)) return execution;
+      throw notYours(execution);
+    }
+    const waits = Array.isArray(wait) ? wait : [await toNewWait(this.deps.prisma, execution, wait)];
+    const parked = await this.executions.block({ executionId, claim, waits });
+    if (!parked) throw notYours(execution);
+    return parked;
+  }
+
+  async complete(projectId: string, executionId: string, caller: RemoteCaller, result: unknown) {
+    const { execution, claim } = await this.identify(projectId, executionId, caller);
+    const done = await this.executions.complete(executionId, claim ?? FENCED, result);
+    if (!done) throw notYours(execution);
+    return done;
+  }
+
+  /** A failed attempt: the engine retries it while `retryable` and attempts are left. */
+  async fail(
+    projectId: string,
+    executionId: string,
+    caller: RemoteCaller,
+    args: { error: SerializedError; retryable: boolean; maxRetries: number },
+  ) {
+    const { execution, claim } = await this.identify(projectId, executionId, caller);
+    const failed = await this.executions.fail({
+      executionId,
+      claim: claim ?? FENCED,
+      error: args.error,
+      retry: { retryable: args.retryable, maxRetries: args.maxRetries },
+    });
+    if (!failed) throw notYours(execution);
+    return failed;
+  }
+
+  /**
+   * The worker stopped the run. Cancelled: acknowledged. Nobody cancelled it (the worker is
+   * shutting down): a hand-back, the run goes back to its queue for another worker.
+   */
+  async confirmCancellation(projectId: string, executionId: string, caller: RemoteCaller) {
+    const { execution, claim } = await this.identify(projectId, executionId, caller);
+    // Not running any more (cancelled, timed out, or handed back by this same call made again):
+    // there is nothing to stop or give back.
+    if (execution.status !== "running") return execution;
+    const released = claim ? await this.executions.release(executionId, claim) : null;
+    if (!released) throw notYours(execution);
+    return released;
+  }
+
+  /** The worker does not have the run's workflow. */
+  async notLoaded(projectId: string, executionId: string, caller: RemoteCaller) {
+    const { execution, claim } = await this.identify(projectId, executionId, caller);
+    if (!claim) throw notYours(execution);
+    const outcome = await this.executions.notLoaded(execution, claim, caller.workerId ?? execution.workerId);
+    if (outcome === "not_ours") throw notYours(execution);
+    return outcome;
+  }
+
+  /** Where the project's events stand: a new event wait is answered by events after this. */
+  async eventCursor(projectId: string, executionId: string, caller: RemoteCaller): Promise<bigint> {
+    const { execution, claim } = await this.identify(projectId, executionId, caller);
+    if (!claim) throw notYours(execution);
+    return eventCursorOf(this.deps.prisma, executionId);
+  }
+
+  /** Spans of steps the worker ran, written exactly as an in-cluster worker's are. */
+  async recordStepSpans(projectId: string, executionId: string, caller: RemoteCaller, records: StepRecord[]) {
+    const { execution, claim } = await this.identify(projectId, executionId, caller);
+    if (!claim) throw notYours(execution);
+    await this.deps.traces.recordSteps(execution, records);
+  }
+
+  /**
+   * The span the worker last reported for the run; the next push echoes it. The SDKs send it as the
+   * run parks, without naming themselves: metadata only, any key of the project may set it.
+   */
+  async setOtelSpanId(projectId: string, executionId: string, otelSpanId: string | null) {
+    const found = isUuid(executionId)
+      ? await this.deps.prisma.execution.updateMany({
+          where: { id: executionId, projectId },
+          data: { otelSpanId },
+        })
+      : { count: 0 };
+    if (found.count === 0) throw notFound("execution", executionId);
+  }
+
+  /** Whether the run is parked (waiting or suspended) on a wait for each of these steps. */
+  private async parkedOn(execution: Execution, stepKeys: string[]): Promise<boolean> {
+    if (execution.status !== "waiting" && execution.status !== "suspended") return false;
+    const found = await this.deps.prisma.wait.count({
+      where: { executionId: execution.id, stepKey: { in: stepKeys } },
+    });
+    return found === new Set(stepKeys).size;
+  }
+
+  /**
+   * The run and the claim the caller holds on it: null when the run is no longer the caller's.
+   * Runs an in-cluster worker holds are off limits, and a caller must say which worker it is. A
+   * caller naming the worker the run was pushed to (or a worker registered since at the same push
+   * URL, after a re-registration) holds the run's current claim; Spool's SDK proves its exact claim.
+   */
+  private async identify(projectId: string, executionId: string, caller: RemoteCaller) {
+    const execution = isUuid(executionId)
+      ? await this.deps.prisma.execution.findFirst({ where: { id: executionId, projectId } })
+      : null;
+    if (!execution) throw notFound("execution", executionId);
+    const holder = execution.workerId
+      ? await this.deps.prisma.worker.findUnique({ where: { id: execution.workerId } })
+      : null;
+    const running = execution.status === "running";
+    if (running && holder?.mode === "queue") {
+      throw conflict("this run is held by an in-cluster worker, not by a push worker");
+    }
+    if (!caller.claim && !caller.workerId) {
+      throw badRequest("name the worker: the worker protocol's calls carry X-Worker-ID (or worker_id)");
+    }
+    const pushed = running && holder?.mode === "push" && holder.projectId === projectId;
+    let claim: Claim | null = null;
+    if (caller.claim) {
+      const current = claimOf(execution);
+      const exact = caller.claim.dispatchSeq === current.dispatchSeq && caller.claim.lease === current.lease;
+      claim = pushed && exact ? current : null;
+    } else if (pushed && caller.workerId && (await this.isHolder(holder!, caller.workerId))) {
+      claim = claimOf(execution);
+    }
+    return { execution, claim };
+  }
+
+  private async isHolder(holder: Worker, workerId: string): Promise<boolean> {
+    if (holder.id === workerId) return true;
+    if (!isUuid(workerId) || !holder.pushEndpointUrl) return false;
+    const sibling = await this.deps.prisma.worker.count({
+      where: { id: workerId, projectId: holder.projectId, pushEndpointUrl: holder.pushEndpointUrl },
+    });
+    return sibling > 0;
+  }
+}
+
+export type { StepResult, Wait };

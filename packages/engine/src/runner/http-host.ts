@@ -1,0 +1,201 @@
+import { type PushRequest, runTopic, type SerializedError } from "@spool/shared";
+import { createBatcher } from "../agents/batcher.js";
+import {
+  ExecutionAbortedError,
+  type Journal,
+  type JournalStep,
+  type JournalWait,
+  type NewWait,
+  type StepRecord,
+} from "../runtime/journal.js";
+import { type ProtocolClient, ProtocolError } from "./protocol-client.js";
+import type { RunHost } from "./run-host.js";
+
+/** A step as the worker routes answer it (the protocol's fields and Spool's). */
+interface WireStep {
+  step_key: string;
+  outputs: unknown;
+  success: boolean;
+  error: SerializedError | null;
+  seq: number;
+  kind: string;
+  attempts: number;
+}
+
+/** How often live events and step spans are sent (one request per batch). */
+const FLUSH_MS = 50;
+
+const toJournalStep = (s: WireStep): JournalStep => ({
+  stepKey: s.step_key,
+  seq: s.seq,
+  kind: s.kind,
+  status: s.success ? "completed" : "failed",
+  output: s.outputs ?? null,
+  error: s.error,
+  attempts: s.attempts,
+});
+
+const isRefusal = (err: unknown) => err instanceof ProtocolError && err.status === 409;
+
+/**
+ * The remote host of one pushed run: the worker reads and settles it through Spool's /internal
+ * routes, every call fenced by the push's claim (X-Spool-Claim), so a worker whose run was
+ * cancelled, timed out or given to another worker is refused (409) and stops. `cancelled()` says
+ * Spool asked this worker to stop the run: no new step is stored from then on.
+ */
+export function createHttpHost(o: {
+  api: ProtocolClient;
+  push: PushRequest;
+  workerId: () => string;
+  cancelled: () => boolean;
+  onError: (err: unknown, what: string) => void;
+}): RunHost {
+  const { push } = o;
+  const run = `/internal/executions/${encodeURIComponent(push.execution_id)}`;
+  const headers = () => ({ "x-worker-id": o.workerId(), "x-spool-claim": push.spool_claim });
+  const call = <T>(method: string, path: string, body?: unknown) =>
+    o.api.request<T>(method, path, body, headers());
+  /** A settle call: false when Spool says the run is no longer this worker's. */
+  const settle = async (path: string, body: unknown) => {
+    if (o.cancelled()) return false;
+    try {
+      await call("POST", `${run}${path}`, body);
+      return true;
+    } catch (err) {
+      if (isRefusal(err)) return false;
+      throw err;
+    }
+  };
+
+  const stream = createBatcher<{ eventType: string; data: Record<string, unknown> }>(
+    FLUSH_MS,
+    (batch) =>
+      call("POST", "/api/v1/events/publish", {
+        topic: runTopic(push.workflow_id, push.execution_id),
+        events: batch.map((e) => ({ event_type: e.eventType, data: e.data })),
+      }),
+    (err) => o.onError(err, "stream publish failed"),
+  );
+  const spans = createBatcher<StepRecord>(
+    FLUSH_MS * 2,
+    (records) =>
+      call("POST", `${run}/step-spans`, {
+        steps: records.map((r) => ({
+          step_key: r.stepKey,
+          kind: r.kind,
+          status: r.status,
+          attempts: r.attempts,
+          started_at: r.startedAt.toISOString(),
+          ended_at: r.endedAt.toISOString(),
+          input: r.input,
+          output: r.output,
+          error: r.error ?? null,
+          attributes: r.attributes ?? null,
+        })),
+      }),
+    (err) => o.onError(err, "span write failed"),
+  );
+
+  return {
+    // Spool started the run before pushing it: the push is the start.
+    start: async () => ({
+      input: push.payload,
+      execution: {
+        id: push.execution_id,
+        workflowId: push.workflow_id,
+        attempt: push.attempt,
+        queueName: push.queue_name,
+        parentExecutionId: push.parent_execution_id,
+        rootExecutionId: push.root_execution_id,
+      },
+    }),
+    async journal(): Promise<Journal> {
+      const j = await call<{
+        steps: WireStep[];
+        waits: { step_key: string; seq: number; kind: string; wake_at: string | null }[];
+      }>("GET", `${run}/steps`);
+      return {
+        steps: new Map(j.steps.map((s) => [s.step_key, toJournalStep(s)])),
+        waits: new Map(
+          j.waits.map((w): [string, JournalWait] => [
+            w.step_key,
+            { stepKey: w.step_key, seq: w.seq, kind: w.kind, wakeAt: w.wake_at ? new Date(w.wake_at) : null },
+          ]),
+        ),
+        async saveStep(step) {
+          if (o.cancelled()) throw new ExecutionAbortedError("execution was cancelled");
+          try {
+            const { step: stored } = await call<{ step: WireStep }>("POST", `${run}/steps`, {
+              step_key: step.stepKey,
+              outputs: step.output ?? null,
+              success: step.status === "completed",
+              error: step.error ?? null,
+              seq: step.seq,
+              kind: step.kind,
+              attempts: step.attempts,
+              started_at: step.startedAt.toISOString(),
+            });
+            return toJournalStep(stored);
+          } catch (err) {
+            if (isRefusal(err)) throw new ExecutionAbortedError((err as Error).message);
+            throw err;
+          }
+        },
+        async eventCursor() {
+          const { sequence } = await call<{ sequence: number }>("GET", `${run}/event-cursor`);
+          return BigInt(sequence);
+        },
+      };
+    },
+    publish: (event) => {
+      const written = stream.add({ eventType: event.eventType, data: event.data });
+      if (event.now) void stream.flush();
+      return written;
+    },
+    recordStep: (record) => void spans.add(record),
+    async flush() {
+      await Promise.all([stream.flush(), spans.flush()]);
+    },
+    complete: (result) => settle("/complete", { result, worker_id: o.workerId() }),
+    async fail(error, retry) {
+      if (o.cancelled()) return "not_ours";
+      try {
+        const { status } = await call<{ status: string }>("POST", `${run}/fail`, {
+          error,
+          worker_id: o.workerId(),
+          retryable: retry.retryable,
+          max_retries: retry.maxRetries,
+        });
+        return status === "queued" ? "retrying" : "failed";
+      } catch (err) {
+        if (isRefusal(err)) return "not_ours";
+        throw err;
+      }
+    },
+    block: (waits: NewWait[]) =>
+      settle("/wait", {
+        waits: waits.map((w) => ({
+          step_key: w.stepKey,
+          seq: w.seq,
+          kind: w.kind,
+          wake_at: w.wakeAt?.toISOString() ?? null,
+          topic: w.topic ?? null,
+          match: w.match ?? null,
+          after_sequence: w.afterSequence === undefined ? null : Number(w.afterSequence),
+          payload: w.payload,
+          child: w.child
+            ? { workflow_id: w.child.workflowId, input: w.child.input, queue_name: w.child.queueName ?? null }
+            : null,
+        })),
+      }),
+    async notLoaded() {
+      try {
+        const { outcome } = await call<{ outcome: "handed_back" | "failed" }>("POST", `${run}/not-loaded`);
+        return outcome;
+      } catch (err) {
+        if (isRefusal(err)) return "not_ours";
+        throw err;
+      }
+    },
+  };
+}

@@ -1,0 +1,11 @@
+// The job runner and what it needs, free of any database or queue: the SDK's remote worker
+// bundles this entry (`@spool/engine/runner`).
+export { createHttpHost } from "./http-host.js";
+export { processRun, type RunResult } from "./process-run.js";
+export {
+  createProtocolClient,
+  type ProtocolClient,
+  type ProtocolClientOptions,
+  ProtocolError,
+} from "./protocol-client.js";
+export type { FailOutcome, RetryRequest, RunHost, RunnerLogger, StartedRun } from "./run-host.js";

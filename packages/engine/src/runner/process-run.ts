@@ -1,0 +1,82 @@
+import type { WorkflowDefinition } from "@spool/shared";
+import { replay } from "../runtime/replay.js";
+import type { RunHost, RunnerLogger } from "./run-host.js";
+
+/** What became of a job, for the worker's log and the queue's job record. */
+export type RunResult =
+  | "stale"
+  | "completed"
+  | "retrying"
+  | "failed"
+  | "waiting"
+  | "handed_back"
+  | "not_loaded"
+  | `aborted: ${string}`;
+
+/**
+ * The job runner, the same for every kind of worker: start the run, load its journal, replay the
+ * workflow, settle. Settling is one engine transition (complete, fail or retry, park); whether a
+ * failed run retries, and when, is the engine's decision, from the outcome and the workflow's
+ * retry budget. Where the run lives (Postgres, or the API over HTTP) is the host's business.
+ */
+export async function processRun(args: {
+  host: RunHost;
+  workflows: ReadonlyMap<string, WorkflowDefinition>;
+  logger: RunnerLogger;
+}): Promise<RunResult> {
+  const { host } = args;
+  const run = await host.start();
+  if (!run) return "stale";
+  const log = args.logger.child({ execution_id: run.execution.id, workflow_id: run.execution.workflowId });
+  try {
+    const definition = args.workflows.get(run.execution.workflowId);
+    if (!definition) {
+      const notLoaded = await host.notLoaded();
+      if (notLoaded === "handed_back")
+        log.warn({}, "workflow not loaded here; handed back for a worker that serves it");
+      return notLoaded === "failed" ? "not_loaded" : notLoaded === "handed_back" ? "handed_back" : "stale";
+    }
+    const outcome = await replay({
+      definition,
+      input: run.input,
+      execution: run.execution,
+      journal: await host.journal(),
+      logger: {
+        info: (m, f) => log.info(f ?? {}, m),
+        warn: (m, f) => log.warn(f ?? {}, m),
+        error: (m, f) => log.error(f ?? {}, m),
+      },
+      publish: (e) => host.publish(e),
+      onStepFinished: (r) => host.recordStep(r),
+    });
+    // Live events and spans land before the outcome does: a client that sees the run finished
+    // finds its whole stream and trace.
+    await host.flush();
+    switch (outcome.type) {
+      case "completed":
+        await host.complete(outcome.result);
+        return "completed";
+      case "failed": {
+        const settled = await host.fail(outcome.error, {
+          retryable: outcome.retryable,
+          maxRetries: definition.options.retries ?? 0,
+        });
+        if (settled === "not_ours") return "stale";
+        log.info(
+          { error: outcome.error.message },
+          settled === "retrying" ? "attempt failed, retrying" : "failed",
+        );
+        return settled;
+      }
+      case "blocked":
+        await host.block(outcome.waits);
+        return "waiting";
+      case "aborted":
+        log.info({ reason: outcome.reason }, "stopped");
+        return `aborted: ${outcome.reason}`;
+    }
+  } finally {
+    // Nothing buffered outlives the job (a failed replay still leaves the events it published).
+    await host.flush();
+  }
+}

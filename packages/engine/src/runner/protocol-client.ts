@@ -1,0 +1,86 @@
+// How a remote worker talks to Spool: JSON over HTTP with the project's API key. Every worker-facing
+// write is idempotent on the server, so a call whose answer was lost is simply made again.
+
+export interface ProtocolClientOptions {
+  apiUrl: string;
+  apiKey: string;
+  projectId: string;
+  /** How long a call keeps being retried while Spool is unreachable or answers 5xx/429. */
+  retryForMs?: number;
+  /** Longest wait for one answer. */
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+  /** Told about each failed try that will be retried. */
+  onRetry?: (err: unknown, path: string) => void;
+}
+
+/** Spool answered with a 4xx (other than 429): retrying the same call cannot help. */
+export class ProtocolError extends Error {
+  override name = "ProtocolError";
+  constructor(
+    readonly status: number,
+    readonly errorType: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export type ProtocolClient = ReturnType<typeof createProtocolClient>;
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export function createProtocolClient(o: ProtocolClientOptions) {
+  const base = o.apiUrl.replace(/\/+$/, "");
+  const doFetch = o.fetch ?? fetch;
+  const retryForMs = o.retryForMs ?? 120_000;
+
+  async function once(method: string, path: string, body: unknown, headers: Record<string, string>) {
+    const res = await doFetch(`${base}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${o.apiKey}`,
+        "x-project-id": o.projectId,
+        "content-type": "application/json",
+        ...headers,
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(o.timeoutMs ?? 30_000),
+    });
+    const text = await res.text();
+    return { res, parsed: text ? (JSON.parse(text) as unknown) : null };
+  }
+
+  /**
+   * A call to `path` (from the server root, e.g. `/api/v1/workers/register`). Network errors, 5xx
+   * and 429 are retried with backoff for `retryForMs`; a 4xx throws ProtocolError at once.
+   */
+  async function request<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<T> {
+    const deadline = Date.now() + retryForMs;
+    for (let attempt = 0; ; attempt++) {
+      let failure: unknown;
+      try {
+        const { res, parsed } = await once(method, path, body, headers);
+        if (res.ok) return parsed as T;
+        const e = (parsed ?? {}) as { error?: string; error_type?: string };
+        const error = new ProtocolError(res.status, e.error_type ?? "UNKNOWN", e.error ?? res.statusText);
+        if (res.status < 500 && res.status !== 429) throw error;
+        failure = error;
+      } catch (err) {
+        if (err instanceof ProtocolError && err.status < 500 && err.status !== 429) throw err;
+        failure = err;
+      }
+      const wait = Math.min(8000, 250 * 2 ** attempt);
+      if (Date.now() + wait > deadline) throw failure;
+      o.onRetry?.(failure, path);
+      await pause(wait);
+    }
+  }
+
+  return { request, apiUrl: base, projectId: o.projectId };
+}
