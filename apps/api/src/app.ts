@@ -11,6 +11,8 @@ import { registerAgentsAndTools } from "./routes/agents-tools.js";
 import { registerEvents } from "./routes/events.js";
 import { registerExecutions } from "./routes/executions.js";
 import { registerHealth } from "./routes/health.js";
+import { registerInternalExecutions } from "./routes/internal-executions.js";
+import { registerInternalSessions } from "./routes/internal-sessions.js";
 import { registerProjects } from "./routes/projects.js";
 import { registerRegistry } from "./routes/registry.js";
 import { registerSchedules } from "./routes/schedules.js";
@@ -84,6 +86,8 @@ export function createApp(options: AppOptions): App {
   registerTriggers(app);
   registerSchedules(app);
   registerTraces(app);
+  registerInternalExecutions(app);
+  registerInternalSessions(app);
   registerDocs(app);
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer_auth", {
@@ -120,6 +124,7 @@ export function createApp(options: AppOptions): App {
       "Schedules",
       "Workers",
       "Deployments",
+      "Worker protocol",
     ].map((name) => ({ name })),
   });
 

@@ -1,6 +1,6 @@
 import { serve } from "@hono/node-server";
 import { createPrisma } from "@spool/db";
-import { Engine, exportSpansIfConfigured } from "@spool/engine";
+import { Engine, exportSpansIfConfigured, PushDispatcher } from "@spool/engine";
 import { createLogger, DatabaseUrl, LogLevel, loadConfig, RedisUrl } from "@spool/shared";
 import { Redis } from "ioredis";
 import { z } from "zod";
@@ -20,6 +20,9 @@ const config = loadConfig(
       .min(1024)
       .default(1024 * 1024),
     SPOOL_HEARTBEAT_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(10),
+    // This process pushes runs to remote (push) workers; turn off on API replicas that should not.
+    SPOOL_PUSH_DISPATCH: z.enum(["true", "false"]).default("true"),
+    SPOOL_PUSH_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
     SPOOL_LOG_LEVEL: LogLevel,
   }),
 );
@@ -41,6 +44,11 @@ if (!config.SPOOL_ADMIN_KEY)
   logger.warn("SPOOL_ADMIN_KEY is not set: projects can only be created by an admin key");
 
 const eventHub = createEventHub(engine, config.REDIS_URL, logger);
+const pushDispatcher =
+  config.SPOOL_PUSH_DISPATCH === "true"
+    ? new PushDispatcher(engine, { logger, pushTimeoutMs: config.SPOOL_PUSH_TIMEOUT_MS })
+    : null;
+pushDispatcher?.start();
 const app = createApp({ engine, eventHub, logger, maxBodyBytes: config.SPOOL_MAX_BODY_BYTES });
 const server = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, (info) => {
   logger.info({ port: info.port, url: `http://127.0.0.1:${info.port}/api/v1` }, "api listening");
@@ -53,6 +61,8 @@ async function shutdown(signal: string) {
   logger.info({ signal }, "shutting down: finishing in-flight requests");
   // Stop accepting, let in-flight requests finish, then release connections.
   await new Promise<void>((resolve) => server.close(() => resolve()));
+  // Runs out on remote workers stay there; another API process adopts their jobs.
+  await pushDispatcher?.stop();
   await Promise.allSettled([eventHub.close(), engine.close(), prisma.$disconnect(), redis.quit()]);
   logger.info("stopped");
   process.exit(0);

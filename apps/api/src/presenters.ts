@@ -155,3 +155,24 @@ export const presentSchedule = (s: Schedule) => ({
   next_run_at: isoOrNull(s.nextRunAt),
   created_at: iso(s.createdAt),
 });
+
+/** A step as a remote worker reads it back (the worker protocol's shape, plus seq, kind, attempts). */
+export const presentRemoteStep = (s: {
+  stepKey: string;
+  seq: number;
+  kind: string;
+  status: string;
+  output: unknown;
+  error: unknown;
+  attempts: number;
+  completedAt: Date | null;
+}) => ({
+  step_key: s.stepKey,
+  outputs: s.output ?? null,
+  success: s.status === "completed",
+  error: (s.error as SerializedError | null) ?? null,
+  completed_at: isoOrNull(s.completedAt),
+  seq: s.seq,
+  kind: s.kind,
+  attempts: s.attempts,
+});

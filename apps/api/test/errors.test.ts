@@ -130,6 +130,8 @@ describe("error contract", () => {
       key_id: randomUUID(),
       trigger_id: randomUUID(),
       trace_id: "0b6f5c9e6d1c4f5e9d6b2f0d1e6a7c11",
+      session_id: "sess-1",
+      step_key: "s",
     };
     /** Query params a route needs before it looks at the hostile one. */
     const BASE_QUERY: Record<string, Record<string, string>> = {

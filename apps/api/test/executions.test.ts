@@ -131,9 +131,10 @@ describe("executions over HTTP", () => {
       "CONFLICT",
     );
     const started = await api.engine.executions.start(execution_id, 0, null);
+    if (started.status !== "started") throw new Error("the run did not start");
     await api.engine.executions.block({
       executionId: execution_id,
-      claim: claimOf(started!),
+      claim: claimOf(started.execution),
       waits: [{ stepKey: "ok?", seq: 1, kind: "suspend", wakeAt: null, payload: { amount: 5 } }],
     });
     const suspended = (await (await call(a, `/api/v1/executions/${execution_id}`)).json()) as Record<

@@ -182,6 +182,83 @@ export const BODY_CASES: BodyCase[] = [
       "spans.0.ended_at": [{ value: YEAR_0 }],
     },
   },
+  {
+    route: "POST /internal/executions/{execution_id}/steps",
+    base: { step_key: "s" },
+    hostile: {
+      ...textFields("step_key", "error", "error.message"),
+      ...jsonFields("outputs"),
+      ...intFields("seq", "attempts"),
+      started_at: [{ value: YEAR_0 }],
+    },
+  },
+  {
+    route: "POST /internal/executions/{execution_id}/wait",
+    base: { step_key: "s", wait_type: "event", wait_topic: "t" },
+    hostile: {
+      ...textFields("step_key", "wait_topic"),
+      wait_until: [{ value: YEAR_0 }],
+      expires_at: [{ value: YEAR_0 }],
+    },
+  },
+  {
+    route: "POST /internal/executions/{execution_id}/wait",
+    base: { waits: [{ step_key: "s", seq: 1, kind: "sleep", wake_at: "2026-01-01T00:00:00Z" }] },
+    hostile: {
+      ...textFields("waits.0.step_key", "waits.0.topic"),
+      ...jsonFields("waits.0.match"),
+      ...intFields("waits.0.seq"),
+      "waits.0.wake_at": [{ value: YEAR_0 }],
+      "waits.0.payload": [{ value: NUL }],
+    },
+  },
+  {
+    route: "POST /internal/executions/{execution_id}/complete",
+    base: {},
+    hostile: { ...textFields("worker_id"), result: [{ value: NUL }], final_state: [{ value: { [NUL]: 1 } }] },
+  },
+  {
+    route: "POST /internal/executions/{execution_id}/fail",
+    base: { error: "boom" },
+    hostile: { ...textFields("error", "stack", "worker_id"), ...intFields("max_retries") },
+  },
+  {
+    route: "POST /internal/executions/{execution_id}/confirm-cancellation",
+    base: {},
+    hostile: textFields("worker_id"),
+  },
+  {
+    route: "PUT /internal/executions/{execution_id}/otel-span-id",
+    base: { otel_span_id: "a" },
+    hostile: textFields("otel_span_id"),
+  },
+  {
+    route: "POST /internal/executions/{execution_id}/step-spans",
+    base: {
+      steps: [
+        {
+          step_key: "s",
+          kind: "run",
+          status: "completed",
+          attempts: 1,
+          started_at: "2026-01-01T00:00:00Z",
+          ended_at: "2026-01-01T00:00:01Z",
+        },
+      ],
+    },
+    hostile: {
+      ...textFields("steps.0.step_key"),
+      ...jsonFields("steps.0.attributes"),
+      ...intFields("steps.0.attempts"),
+      "steps.0.input": [{ value: NUL }],
+      "steps.0.started_at": [{ value: YEAR_0 }],
+    },
+  },
+  {
+    route: "PUT /internal/session/{session_id}/memory",
+    base: { summary: "s", messages: [{ role: "user", content: "hi" }] },
+    hostile: { ...textFields("summary", "messages.0.role"), "messages.0.content": [{ value: NUL }] },
+  },
 ];
 
 /** Body routes whose fields are ids, enums and booleans only: nothing to put a hostile value in. */

@@ -38,6 +38,7 @@ describe("OpenAPI document", () => {
       "Schedules",
       "Workers",
       "Deployments",
+      "Worker protocol",
     ]);
 
     const documented = new Set(
@@ -95,6 +96,17 @@ describe("OpenAPI document", () => {
       "GET /api/v1/traces",
       "GET /api/v1/traces/{trace_id}",
       "POST /internal/spans/batch",
+      // The worker protocol (spec/worker-protocol.md §3).
+      "GET /internal/executions/{execution_id}/steps",
+      "GET /internal/executions/{execution_id}/steps/{step_key}",
+      "POST /internal/executions/{execution_id}/steps",
+      "POST /internal/executions/{execution_id}/wait",
+      "PUT /internal/executions/{execution_id}/otel-span-id",
+      "POST /internal/executions/{execution_id}/complete",
+      "POST /internal/executions/{execution_id}/fail",
+      "POST /internal/executions/{execution_id}/confirm-cancellation",
+      "GET /internal/session/{session_id}/memory",
+      "PUT /internal/session/{session_id}/memory",
     ]) {
       expect(documented, expected).toContain(expected);
     }

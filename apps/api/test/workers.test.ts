@@ -74,6 +74,18 @@ describe("workers", () => {
     expect(await (await call("/api/v1/workers/active")).json()).toEqual({ worker_ids: [worker_id] });
   });
 
+  it("registering a worker creates its deployment; a push worker gets a push secret and a 30 s beat", async () => {
+    const res = await call("/api/v1/workers/register", {
+      method: "POST",
+      json: { deployment_id: "made-by-a-worker", mode: "push", push_endpoint_url: "http://127.0.0.1:9/" },
+    });
+    const body = (await res.json()) as { heartbeat_interval_seconds: number; push_secret: string | null };
+    expect(res.status).toBe(200);
+    expect(body.heartbeat_interval_seconds).toBe(30);
+    expect(body.push_secret).toMatch(/^[\w-]{43}$/);
+    expect((await call("/api/v1/deployments/made-by-a-worker")).status).toBe(200);
+  });
+
   it("rejects bad input and unknown ids, and hides other projects' workers", async () => {
     await expectError(
       await call("/api/v1/workers/register", {
@@ -83,13 +95,11 @@ describe("workers", () => {
       400,
       "INVALID_INPUT",
     );
+    // A push worker must say where to push to.
     await expectError(
-      await call("/api/v1/workers/register", {
-        method: "POST",
-        json: { deployment_id: "nope", mode: "queue" },
-      }),
-      404,
-      "NOT_FOUND",
+      await call("/api/v1/workers/register", { method: "POST", json: { deployment_id: "d1", mode: "push" } }),
+      400,
+      "BAD_REQUEST",
     );
     await expectError(await call("/api/v1/workers/not-a-uuid"), 404, "NOT_FOUND");
     await expectError(await call("/api/v1/workers/status"), 400, "INVALID_INPUT");

@@ -1,14 +1,20 @@
+import { hostname } from "node:os";
 import { fileURLToPath } from "node:url";
 import { createPrisma } from "@spool/db";
 import { Engine, exportSpansIfConfigured } from "@spool/engine";
 import { createClient } from "@spool/sdk";
+import {
+  capabilitiesOf,
+  queuesOf,
+  registerDeclared,
+  registerDefinitions,
+  startHeartbeat,
+} from "@spool/sdk/internal";
 import { createLogger, DatabaseUrl, LogLevel, loadConfig, RedisUrl } from "@spool/shared";
 import { Redis } from "ioredis";
 import { z } from "zod";
 import { Consumer } from "./consumer.js";
 import { loadWorkflows } from "./load-workflows.js";
-import { registerDeclared } from "./register-declared.js";
-import { queuesOf, registerWorker, startHeartbeat } from "./registration.js";
 
 const EXAMPLES = fileURLToPath(new URL("../../../examples/index.ts", import.meta.url));
 
@@ -45,19 +51,29 @@ const client = createClient({
   projectId: config.SPOOL_PROJECT_ID,
 });
 
-const registration = {
-  deploymentId: config.SPOOL_DEPLOYMENT_ID,
-  loaded,
-  maxConcurrent: config.SPOOL_WORKER_CONCURRENCY,
-};
-let { workerId, heartbeatIntervalSeconds } = await registerWorker(client, registration);
-await registerDeclared(client, {
-  deploymentId: config.SPOOL_DEPLOYMENT_ID,
-  workflows: loaded.workflows.values(),
-  logger,
-});
+const deploymentId = config.SPOOL_DEPLOYMENT_ID;
+
+/** Registers what this worker hosts, then the worker itself (mode "queue": it consumes BullMQ). */
+async function registerWorker() {
+  await registerDefinitions(client.request, { deploymentId, definitions: loaded });
+  const registered = await client.request<{ worker_id: string; heartbeat_interval_seconds: number }>(
+    "POST",
+    "/workers/register",
+    {
+      deployment_id: deploymentId,
+      mode: "queue",
+      hostname: hostname(),
+      max_concurrent_executions: config.SPOOL_WORKER_CONCURRENCY,
+      capabilities: capabilitiesOf(loaded),
+    },
+  );
+  return { workerId: registered.worker_id, heartbeatIntervalSeconds: registered.heartbeat_interval_seconds };
+}
+
+let { workerId, heartbeatIntervalSeconds } = await registerWorker();
+await registerDeclared(client.request, { deploymentId, definitions: loaded, logger });
 logger.info(
-  { worker_id: workerId, deployment_id: config.SPOOL_DEPLOYMENT_ID, workflows: [...loaded.workflows.keys()] },
+  { worker_id: workerId, deployment_id: deploymentId, workflows: [...loaded.workflows.keys()] },
   "registered",
 );
 
@@ -74,13 +90,13 @@ const consumer = new Consumer({
 consumer.start();
 
 const stopHeartbeat = startHeartbeat({
-  client,
+  request: client.request,
   logger,
   intervalSeconds: heartbeatIntervalSeconds,
   workerId: () => workerId,
   running: () => consumer.inFlight.size,
   reRegister: async () => {
-    ({ workerId, heartbeatIntervalSeconds } = await registerWorker(client, registration));
+    ({ workerId, heartbeatIntervalSeconds } = await registerWorker());
   },
 });
 

@@ -80,8 +80,8 @@ export function registerAgentsAndTools(app: App) {
     await c.var.engine.registry.registerAgent(c.var.projectId, {
       agentId: b.id,
       deploymentId: b.deployment_id,
-      provider: b.provider,
-      model: b.model,
+      provider: b.provider ?? "unknown",
+      model: b.model ?? "unknown",
       systemPrompt: b.system_prompt,
       tools: b.tools,
       temperature: b.temperature,

@@ -119,6 +119,9 @@ function toRunRequest(workflowId: string, input: unknown, o: RunFields): RunRequ
     rootExecutionId: o.root_execution_id,
     stepKey: o.step_key,
     waitForSubworkflow: o.wait_for_subworkflow,
+    otelTraceparent: o.otel_traceparent,
+    channelContext: o.channel_context,
+    queueConcurrencyLimit: o.queue_concurrency_limit,
   };
 }
 

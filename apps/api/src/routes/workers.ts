@@ -27,7 +27,7 @@ const registerWorker = createRoute({
   ...base,
   method: "post",
   path: "/api/v1/workers/register",
-  summary: "Register a worker process of a deployment",
+  summary: "Register a worker process (its deployment is created if new); a push worker gets its push secret",
   request: { headers: ProjectHeaders, body: jsonBody(RegisterWorkerBody) },
   responses: { 200: json(RegisterWorkerResponse, "Registered"), ...WRITE_ERRORS },
 });
@@ -102,8 +102,12 @@ export function registerWorkers(app: App) {
       maxConcurrentExecutions: b.max_concurrent_executions,
       pushEndpointUrl: b.push_endpoint_url,
       hostname: b.hostname,
+      heartbeatIntervalSeconds: b.heartbeat_interval_seconds,
     });
-    return c.json({ worker_id: w.id, heartbeat_interval_seconds: w.heartbeatIntervalSeconds }, 200);
+    return c.json(
+      { worker_id: w.id, heartbeat_interval_seconds: w.heartbeatIntervalSeconds, push_secret: w.pushSecret },
+      200,
+    );
   });
 
   app.openapi(heartbeat, async (c) => {

@@ -1,0 +1,294 @@
+// The worker protocol's execution calls (spec/worker-protocol.md §3): what a remote worker reports
+// for a run Spool pushed to it. Each handler calls one engine verb under the caller's claim.
+import { createRoute, type z } from "@hono/zod-openapi";
+import type { NewWait, RemoteCaller } from "@spool/engine";
+import {
+  AcceptedResponse,
+  CompleteBody,
+  EventCursorResponse,
+  FailBody,
+  FailResponse,
+  InternalExecutionParams,
+  InternalStepParams,
+  NotLoadedResponse,
+  OtelSpanIdBody,
+  parseSpoolClaim,
+  RemoteStep,
+  RemoteStepsResponse,
+  SaveStepBody,
+  SaveStepResponse,
+  type SerializedError,
+  StepSpansBody,
+  WaitBody,
+  WorkerCallHeaders,
+  WorkerIdBody,
+} from "@spool/shared";
+import type { Context } from "hono";
+import type { ApiEnv, App } from "../context.js";
+import { errorResponses } from "../errors.js";
+import { AUTHENTICATED, json, jsonBody, ProjectHeaders } from "../openapi.js";
+import { presentRemoteStep } from "../presenters.js";
+
+const base = { security: AUTHENTICATED, tags: ["Worker protocol"] };
+const Headers = ProjectHeaders.extend(WorkerCallHeaders.shape);
+const ERRORS = errorResponses(400, 401, 403, 404, 409, 413, 415);
+const path = (rest: string) => `/internal/executions/{execution_id}${rest}`;
+const optionalBody = <T extends z.ZodType>(schema: T) => ({
+  required: false,
+  content: { "application/json": { schema } },
+});
+
+const listSteps = createRoute({
+  ...base,
+  method: "get",
+  path: path("/steps"),
+  summary: "The run's stored steps (settled waits included) and open waits, for a replay",
+  request: { headers: Headers, params: InternalExecutionParams },
+  responses: { 200: json(RemoteStepsResponse, "The journal"), ...ERRORS },
+});
+const getStep = createRoute({
+  ...base,
+  method: "get",
+  path: path("/steps/{step_key}"),
+  summary: "One stored step; 404 when it has no result yet",
+  request: { headers: Headers, params: InternalStepParams },
+  responses: { 200: json(RemoteStep, "The step"), ...ERRORS },
+});
+const saveStep = createRoute({
+  ...base,
+  method: "post",
+  path: path("/steps"),
+  summary: "Store a step's result (a completed one is never overwritten); answers the stored step",
+  request: { headers: Headers, params: InternalExecutionParams, body: jsonBody(SaveStepBody) },
+  responses: { 200: json(SaveStepResponse, "Stored"), ...ERRORS },
+});
+const park = createRoute({
+  ...base,
+  method: "post",
+  path: path("/wait"),
+  summary: "Park the run on a time, event or suspend wait (Spool's SDK: on all its waits)",
+  request: { headers: Headers, params: InternalExecutionParams, body: jsonBody(WaitBody) },
+  responses: { 200: json(AcceptedResponse, "Parked"), ...ERRORS },
+});
+const complete = createRoute({
+  ...base,
+  method: "post",
+  path: path("/complete"),
+  summary: "The run finished with `result`",
+  request: { headers: Headers, params: InternalExecutionParams, body: optionalBody(CompleteBody) },
+  responses: { 200: json(AcceptedResponse, "Completed"), ...ERRORS },
+});
+const fail = createRoute({
+  ...base,
+  method: "post",
+  path: path("/fail"),
+  summary: "The attempt failed; a retryable failure is retried while the run has attempts left",
+  request: { headers: Headers, params: InternalExecutionParams, body: jsonBody(FailBody) },
+  responses: { 200: json(FailResponse, "Failed, or queued for another attempt"), ...ERRORS },
+});
+const confirmCancellation = createRoute({
+  ...base,
+  method: "post",
+  path: path("/confirm-cancellation"),
+  summary: "The worker stopped the run: acknowledges a cancel, or hands back a run nobody cancelled",
+  request: { headers: Headers, params: InternalExecutionParams, body: optionalBody(WorkerIdBody) },
+  responses: { 200: json(AcceptedResponse, "Acknowledged"), ...ERRORS },
+});
+const otelSpanId = createRoute({
+  ...base,
+  method: "put",
+  path: path("/otel-span-id"),
+  summary: "The span the worker last recorded for the run; the next push carries it",
+  request: { headers: Headers, params: InternalExecutionParams, body: jsonBody(OtelSpanIdBody) },
+  responses: { 200: json(AcceptedResponse, "Stored"), ...ERRORS },
+});
+const eventCursor = createRoute({
+  ...base,
+  method: "get",
+  path: path("/event-cursor"),
+  summary: "Spool: where the project's events stand (a new event wait is answered by later events)",
+  request: { headers: Headers, params: InternalExecutionParams },
+  responses: { 200: json(EventCursorResponse, "The project's event sequence"), ...ERRORS },
+});
+const notLoaded = createRoute({
+  ...base,
+  method: "post",
+  path: path("/not-loaded"),
+  summary: "Spool: the worker lacks the run's workflow (handed back, or failed when nobody serves it)",
+  request: { headers: Headers, params: InternalExecutionParams },
+  responses: { 200: json(NotLoadedResponse, "What became of the run"), ...ERRORS },
+});
+const stepSpans = createRoute({
+  ...base,
+  method: "post",
+  path: path("/step-spans"),
+  summary: "Spool: trace spans of steps the worker ran (LLM and tool details included)",
+  request: { headers: Headers, params: InternalExecutionParams, body: jsonBody(StepSpansBody) },
+  responses: { 200: json(AcceptedResponse, "Recorded"), ...ERRORS },
+});
+
+/** The caller: X-Spool-Claim (Spool's SDK) or the worker it names (header or body). */
+function callerOf(c: Context<ApiEnv>, bodyWorkerId?: string | null): RemoteCaller {
+  return {
+    workerId: c.req.header("x-worker-id") ?? bodyWorkerId ?? null,
+    claim: parseSpoolClaim(c.req.header("x-spool-claim")),
+  };
+}
+
+/** A step or run error as the engine stores it: the protocol sends a message, Spool's SDK the whole error. */
+function toError(e: z.infer<typeof SaveStepBody>["error"], stack?: string | null): SerializedError | null {
+  if (e === null || e === undefined) return null;
+  if (typeof e === "string") return { name: "Error", message: e, ...(stack ? { stack } : {}) };
+  return { ...e, name: e.name ?? "Error", ...(stack && !e.stack ? { stack } : {}) };
+}
+
+function toNewWait(w: NonNullable<z.infer<typeof WaitBody>["waits"]>[number]): NewWait {
+  return {
+    stepKey: w.step_key,
+    seq: w.seq,
+    kind: w.kind,
+    wakeAt: w.wake_at ? new Date(w.wake_at) : null,
+    ...(w.topic ? { topic: w.topic } : {}),
+    ...(w.match ? { match: w.match } : {}),
+    ...(w.after_sequence !== null && w.after_sequence !== undefined
+      ? { afterSequence: BigInt(w.after_sequence) }
+      : {}),
+    ...(w.payload !== undefined ? { payload: w.payload } : {}),
+    ...(w.child
+      ? {
+          child: {
+            workflowId: w.child.workflow_id,
+            input: w.child.input,
+            queueName: w.child.queue_name ?? undefined,
+          },
+        }
+      : {}),
+  };
+}
+
+const OK = { accepted: true } as const;
+
+export function registerInternalExecutions(app: App) {
+  app.openapi(listSteps, async (c) => {
+    const { execution_id } = c.req.valid("param");
+    const j = await c.var.engine.remote.journal(c.var.projectId, execution_id, callerOf(c));
+    const waits = j.waits.map((w) => ({
+      step_key: w.stepKey,
+      seq: w.seq,
+      kind: w.kind,
+      wake_at: w.wakeAt?.toISOString() ?? null,
+    }));
+    return c.json({ steps: j.steps.map(presentRemoteStep), waits }, 200);
+  });
+
+  app.openapi(getStep, async (c) => {
+    const { execution_id, step_key } = c.req.valid("param");
+    const step = await c.var.engine.remote.step(c.var.projectId, execution_id, callerOf(c), step_key);
+    return c.json(presentRemoteStep(step), 200);
+  });
+
+  app.openapi(saveStep, async (c) => {
+    const b = c.req.valid("json");
+    const stored = await c.var.engine.remote.saveStep(
+      c.var.projectId,
+      c.req.valid("param").execution_id,
+      callerOf(c),
+      {
+        stepKey: b.step_key,
+        output: b.outputs ?? null,
+        status: b.success ? "completed" : "failed",
+        error: toError(b.error),
+        seq: b.seq,
+        kind: b.kind,
+        attempts: b.attempts,
+        startedAt: b.started_at ? new Date(b.started_at) : undefined,
+      },
+    );
+    return c.json({ step: presentRemoteStep({ ...stored, completedAt: new Date() }) }, 200);
+  });
+
+  app.openapi(park, async (c) => {
+    const b = c.req.valid("json");
+    const wait = b.waits
+      ? b.waits.map(toNewWait)
+      : {
+          stepKey: b.step_key!,
+          waitType: b.wait_type!,
+          waitUntil: b.wait_until ? new Date(b.wait_until) : null,
+          waitTopic: b.wait_topic ?? null,
+          expiresAt: b.expires_at ? new Date(b.expires_at) : null,
+        };
+    await c.var.engine.remote.park(c.var.projectId, c.req.valid("param").execution_id, callerOf(c), wait);
+    return c.json(OK, 200);
+  });
+
+  app.openapi(complete, async (c) => {
+    const b = c.req.valid("json") ?? {};
+    const id = c.req.valid("param").execution_id;
+    await c.var.engine.remote.complete(c.var.projectId, id, callerOf(c, b.worker_id), b.result ?? null);
+    return c.json(OK, 200);
+  });
+
+  app.openapi(fail, async (c) => {
+    const b = c.req.valid("json");
+    const row = await c.var.engine.remote.fail(
+      c.var.projectId,
+      c.req.valid("param").execution_id,
+      callerOf(c, b.worker_id),
+      {
+        error: toError(b.error, b.stack)!,
+        retryable: b.retryable,
+        // The protocol's run-level retry budget, unless the worker says its workflow's own.
+        maxRetries: b.max_retries ?? 2,
+      },
+    );
+    return c.json({ accepted: true, status: row.status === "queued" ? "queued" : "failed" } as const, 200);
+  });
+
+  app.openapi(confirmCancellation, async (c) => {
+    const b = c.req.valid("json") ?? {};
+    const id = c.req.valid("param").execution_id;
+    await c.var.engine.remote.confirmCancellation(c.var.projectId, id, callerOf(c, b.worker_id));
+    return c.json(OK, 200);
+  });
+
+  app.openapi(otelSpanId, async (c) => {
+    const id = c.req.valid("param").execution_id;
+    await c.var.engine.remote.setOtelSpanId(c.var.projectId, id, c.req.valid("json").otel_span_id ?? null);
+    return c.json(OK, 200);
+  });
+
+  app.openapi(eventCursor, async (c) => {
+    const id = c.req.valid("param").execution_id;
+    const sequence = await c.var.engine.remote.eventCursor(c.var.projectId, id, callerOf(c));
+    return c.json({ sequence: Number(sequence) }, 200);
+  });
+
+  app.openapi(notLoaded, async (c) => {
+    const id = c.req.valid("param").execution_id;
+    const outcome = await c.var.engine.remote.notLoaded(c.var.projectId, id, callerOf(c));
+    return c.json({ outcome }, 200);
+  });
+
+  app.openapi(stepSpans, async (c) => {
+    const records = c.req.valid("json").steps.map((s) => ({
+      stepKey: s.step_key,
+      kind: s.kind,
+      status: s.status,
+      attempts: s.attempts,
+      startedAt: new Date(s.started_at),
+      endedAt: new Date(s.ended_at),
+      input: s.input,
+      output: s.output,
+      error: s.error ?? undefined,
+      attributes: s.attributes ?? undefined,
+    }));
+    await c.var.engine.remote.recordStepSpans(
+      c.var.projectId,
+      c.req.valid("param").execution_id,
+      callerOf(c),
+      records,
+    );
+    return c.json(OK, 200);
+  });
+}
