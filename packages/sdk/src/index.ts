@@ -39,4 +39,5 @@ export { callModel, type ModelCall, modelToolName, toolJsonSchema } from "./llm/
 export { createModel, resolveModelConfig } from "./llm/model.js";
 export { defineQueue } from "./queue.js";
 export { defineTool } from "./tool.js";
+export { createWorker, type RemoteWorker, type WorkerOptions } from "./worker/create-worker.js";
 export { defineWorkflow } from "./workflow.js";

@@ -1,0 +1,95 @@
+import type { Server } from "node:http";
+import { type PushRequest, signPush } from "@spool/shared";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createPushServer, listen } from "./push-server.js";
+
+const SECRET = "s3cret-key-of-this-worker";
+
+describe("the push endpoint of createWorker", () => {
+  let server: Server;
+  let url = "";
+  let room = true;
+  const accepted: PushRequest[] = [];
+  const running = new Set(["running-run"]);
+
+  beforeAll(async () => {
+    server = createPushServer({
+      workerId: () => "w-1",
+      secret: () => SECRET,
+      hasRoom: () => room,
+      accept: (push) => accepted.push(push),
+      cancel: (id) => running.delete(id),
+      health: () => ({ status: "healthy", mode: "push" }),
+    });
+    url = `http://127.0.0.1:${await listen(server, 0, "127.0.0.1")}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  const push = (body: object, headers: Record<string, string> = {}) => {
+    const text = JSON.stringify(body);
+    return fetch(`${url}/execute`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-spool-signature": signPush(SECRET, text),
+        ...headers,
+      },
+      body: text,
+    });
+  };
+  const body = { worker_id: "w-1", execution_id: "e-1", workflow_id: "wf" };
+
+  it("takes a push Spool signed and answers at once", async () => {
+    const res = await push(body);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: "accepted", execution_id: "e-1" });
+    expect(accepted.map((p) => p.execution_id)).toEqual(["e-1"]);
+  });
+
+  it("refuses a push without Spool's signature, or signed with another key or long ago", async () => {
+    for (const signature of [
+      "",
+      signPush("another key", JSON.stringify(body)),
+      signPush(SECRET, JSON.stringify(body), Date.now() - 3_600_000),
+    ]) {
+      const res = await push(body, { "x-spool-signature": signature });
+      expect(res.status).toBe(401);
+    }
+    expect(accepted).toHaveLength(1);
+  });
+
+  it("answers the protocol's errors: 400 mismatch or not JSON, 429 when full", async () => {
+    expect((await push({ ...body, worker_id: "w-old" })).status).toBe(400);
+    const text = await (await push({ ...body, worker_id: "w-old" })).json();
+    expect(text).toEqual({ error: "Worker ID mismatch" });
+    const notJson = await fetch(`${url}/execute`, {
+      method: "POST",
+      headers: { "content-type": "text/plain" },
+      body: "x",
+    });
+    expect(notJson.status).toBe(400);
+    room = false;
+    expect((await push(body)).status).toBe(429);
+    room = true;
+  });
+
+  it("cancels a run it runs (200) and not one it does not (404); health answers", async () => {
+    const cancel = (id: string, named = id) => {
+      const body = JSON.stringify({ execution_id: named });
+      return fetch(`${url}/cancel/${id}`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-worker-id": "w-1",
+          "x-spool-signature": signPush(SECRET, body),
+        },
+        body,
+      });
+    };
+    // A cancel signed for one run cannot be replayed against another.
+    expect((await cancel("running-run", "another-run")).status).toBe(401);
+    expect((await cancel("running-run")).status).toBe(200);
+    expect((await cancel("running-run")).status).toBe(404);
+    expect(await (await fetch(`${url}/health`)).json()).toEqual({ status: "healthy", mode: "push" });
+  });
+});

@@ -1,0 +1,122 @@
+// The HTTP endpoint Spool pushes runs to (spec/worker-protocol.md §2). node:http keeps a remote
+// worker's dependencies to the SDK's own.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { type PushRequest, SIGNATURE_HEADER, verifyPushSignature } from "@spool/shared";
+
+export interface PushServerHandlers {
+  /** The worker's current id (it changes when the worker re-registers). */
+  workerId(): string | null;
+  /** The key pushes are signed with; null accepts unsigned pushes (verification off). */
+  secret(): string | null;
+  /** Runs that fit now. */
+  hasRoom(): boolean;
+  /** Starts the run in the background; answered 200 at once. */
+  accept(push: PushRequest): void;
+  /** Stops a run this worker is running; false when it runs no such run. */
+  cancel(executionId: string): boolean;
+  health(): Record<string, unknown>;
+}
+
+const MAX_BODY_BYTES = 10 * 1024 * 1024;
+
+function reply(res: ServerResponse, status: number, body: unknown) {
+  res.writeHead(status, { "content-type": "application/json" });
+  res.end(JSON.stringify(body));
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) throw new Error("push body too large");
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function isPush(value: unknown): value is PushRequest {
+  const p = value as Partial<PushRequest> | null;
+  return (
+    typeof p?.execution_id === "string" &&
+    typeof p.workflow_id === "string" &&
+    typeof p.worker_id === "string"
+  );
+}
+
+/** `POST /execute`, `POST /cancel/{execution_id}` and `GET /health`, as the protocol has them. */
+export function createPushServer(h: PushServerHandlers): Server {
+  return createServer((req, res) => {
+    void route(h, req, res).catch((err) => {
+      if (!res.headersSent) reply(res, 500, { error: err instanceof Error ? err.message : String(err) });
+    });
+  });
+}
+
+async function route(h: PushServerHandlers, req: IncomingMessage, res: ServerResponse) {
+  const path = new URL(req.url ?? "/", "http://worker").pathname;
+  if (req.method === "GET" && path === "/health") return reply(res, 200, h.health());
+  if (req.method === "POST" && path === "/execute") {
+    if (!/^application\/json\b/i.test(req.headers["content-type"] ?? "")) {
+      return reply(res, 400, { error: "Content-Type must be application/json" });
+    }
+    const text = await readBody(req);
+    if (!signedBySpool(h, req, text)) return reply(res, 401, { error: "invalid or missing push signature" });
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      return reply(res, 400, { error: "malformed JSON" });
+    }
+    if (!isPush(body))
+      return reply(res, 400, { error: "not a push: execution_id, workflow_id and worker_id are required" });
+    if (body.worker_id !== h.workerId()) return reply(res, 400, { error: "Worker ID mismatch" });
+    if (!h.hasRoom()) return reply(res, 429, { error: "Worker at capacity" });
+    h.accept(body);
+    return reply(res, 200, { status: "accepted", execution_id: body.execution_id });
+  }
+  const cancel = req.method === "POST" ? /^\/cancel\/([^/]+)$/.exec(path) : null;
+  if (cancel) {
+    const text = await readBody(req);
+    if (!signedBySpool(h, req, text)) return reply(res, 401, { error: "invalid or missing push signature" });
+    // The signature covers the body only: a verified cancel must name the run of its path.
+    if (h.secret() && bodyExecutionId(text) !== decodeURIComponent(cancel[1]!)) {
+      return reply(res, 401, { error: "the signed cancel names another execution" });
+    }
+    const workerId = req.headers["x-worker-id"];
+    if (!workerId) return reply(res, 400, { error: "Missing Worker ID in request headers" });
+    if (workerId !== h.workerId()) return reply(res, 400, { error: "Worker ID mismatch" });
+    const executionId = decodeURIComponent(cancel[1]!);
+    return h.cancel(executionId)
+      ? reply(res, 200, { status: "cancellation_requested", execution_id: executionId })
+      : reply(res, 404, { error: "Execution not found or already completed", execution_id: executionId });
+  }
+  return reply(res, 404, { error: `no route for ${req.method} ${path}` });
+}
+
+function bodyExecutionId(text: string): unknown {
+  try {
+    return (JSON.parse(text) as { execution_id?: unknown }).execution_id;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether Spool signed this request (always true while verification is off). */
+function signedBySpool(h: PushServerHandlers, req: IncomingMessage, body: string): boolean {
+  const secret = h.secret();
+  const signature = req.headers[SIGNATURE_HEADER];
+  return !secret || verifyPushSignature(secret, body, Array.isArray(signature) ? signature[0] : signature);
+}
+
+/** Listens on `port` (0: any free port) and resolves with the port taken. */
+export function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
