@@ -78,6 +78,14 @@ describe("npm run bench -- --smoke", () => {
     expect(r.events.lastEventToRunStartedMs.n).toBe(1);
     expect(r.events.lastEventToRunStartedMs.p50).toBeGreaterThanOrEqual(0);
 
+    // The remote push path: serial runs through the remote worker, and both closed loops completed runs.
+    measured(r.push.serialMs, r.setup.plan.push.runs);
+    for (const loop of [r.push.closedLoop.remote, r.push.closedLoop.inCluster]) {
+      expect(loop.completed).toBeGreaterThan(0);
+      expect(loop.failed).toBe(0);
+      expect(loop.runsPerSec).toBeGreaterThan(0);
+    }
+
     // Floor: measured in the same run.
     measured(r.floor.bullmq.concurrency1.roundTripMs, r.setup.plan.floor.jobs1);
     expect(r.floor.bullmq.concurrencyN.jobs).toBe(r.setup.plan.floor.jobsN);
@@ -86,5 +94,6 @@ describe("npm run bench -- --smoke", () => {
 
     expect(md).toContain("## Latency");
     expect(md).toContain("## Floor");
+    expect(md).toContain("## The remote push path");
   }, 120_000);
 });

@@ -5,7 +5,7 @@ import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { serve } from "@hono/node-server";
 import { createPrisma } from "@spool/db";
-import { Engine, generateApiKey } from "@spool/engine";
+import { Engine, generateApiKey, PushDispatcher } from "@spool/engine";
 import { createClient, type SpoolClient } from "@spool/sdk";
 import { createLogger } from "@spool/shared";
 import { Redis } from "ioredis";
@@ -146,6 +146,8 @@ export interface SystemOptions {
   workflowsModule?: string;
   workerEnv?: Record<string, string>;
   heartbeatIntervalSeconds?: number;
+  /** Lock of the API's push dispatcher jobs: a dead dispatcher's pushed runs are adopted after it. */
+  pushLockMs?: number;
 }
 
 export interface System {
@@ -158,8 +160,28 @@ export interface System {
   redisUrl: string;
   startWorker(env?: Record<string, string>): Promise<Proc & { workerId: string }>;
   startScheduler(env?: Record<string, string>): Promise<Proc>;
+  /**
+   * A remote worker process (test/remote/worker-main.ts, the SDK's createWorker) that holds only the
+   * API URL, a key and the project id: its environment has no database or Redis URL.
+   */
+  startRemoteWorker(env?: Record<string, string>): Promise<Proc & { workerId: string; pushUrl: string }>;
+  /**
+   * A second API, as its own process (the test may kill it), on `port` or a free one; it pushes
+   * nothing (the in-process API does).
+   */
+  startApiProcess(port?: number): Promise<Proc & { url: string; port: number }>;
   stop(): Promise<void>;
 }
+
+/** Variables a remote worker must never see: it reaches Spool through the API alone. */
+const INFRASTRUCTURE_ENV = [
+  "DATABASE_URL",
+  "REDIS_URL",
+  "SPOOL_TEST_DATABASE_URL",
+  "SPOOL_TEST_REDIS_URL",
+  "TEST_DATABASE_URL",
+  "TEST_REDIS_URL",
+];
 
 export async function startSystem(options: SystemOptions = {}): Promise<System> {
   const databaseUrl = options.ownDatabase ? await databaseOfThisFile() : inject("databaseUrl");
@@ -181,6 +203,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
   });
   const eventHub = createEventHub(engine, redisUrl, logger);
   const app = createApp({ engine, eventHub, logger });
+  let pushDispatcher: PushDispatcher | undefined;
   const port = await freePort();
   const server = serve({ fetch: app.fetch, port, hostname: "127.0.0.1" });
   const apiUrl = `http://127.0.0.1:${port}`;
@@ -191,6 +214,14 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     name: "t",
   });
   const client = createClient({ baseUrl: apiUrl, apiKey: key, projectId: project.id });
+  // As the API process does: push this project's runs to its remote workers.
+  pushDispatcher = new PushDispatcher(engine, {
+    logger,
+    refreshMs: 200,
+    projectIds: [project.id],
+    lockDurationMs: options.pushLockMs ?? 5000,
+  });
+  pushDispatcher.start();
   const db = new pg.Pool({ connectionString: databaseUrl, max: 4 });
   await db.query(`BEGIN; ${SIDE_EFFECTS_DDL}; COMMIT;`);
 
@@ -204,10 +235,15 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     SPOOL_PROJECT_ID: project.id,
     SPOOL_LOG_LEVEL: "info",
   };
-  const launch = (name: string, entry: string, env: Record<string, string>) => {
+  const launch = (
+    name: string,
+    entry: string,
+    env: Record<string, string>,
+    inherit: NodeJS.ProcessEnv = baseEnv,
+  ) => {
     const child = spawn(process.execPath, ["--import", "tsx", entry], {
       cwd: ROOT,
-      env: { ...baseEnv, ...env },
+      env: { ...inherit, ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });
     const proc = new Proc(name, child);
@@ -244,8 +280,39 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
       await proc.waitFor((l) => l.msg === "scheduler started", 60_000);
       return proc;
     },
+    async startRemoteWorker(env = {}) {
+      const apiOnly = Object.fromEntries(
+        Object.entries(process.env).filter(([k]) => !INFRASTRUCTURE_ENV.includes(k)),
+      );
+      const proc = launch(
+        "remote-worker",
+        "test/remote/worker-main.ts",
+        {
+          SPOOL_API_URL: apiUrl,
+          SPOOL_API_KEY: key,
+          SPOOL_PROJECT_ID: project.id,
+          SPOOL_LOG_LEVEL: "info",
+          ...env,
+        },
+        apiOnly,
+      );
+      const ready = await proc.waitFor((l) => l.msg === "remote worker ready", 60_000);
+      return Object.assign(proc, { workerId: String(ready.worker_id), pushUrl: String(ready.push_url) });
+    },
+    async startApiProcess(port) {
+      const p = port ?? (await freePort());
+      const proc = launch("api", "apps/api/src/main.ts", {
+        PORT: String(p),
+        HOST: "127.0.0.1",
+        SPOOL_HEARTBEAT_INTERVAL_SECONDS: String(options.heartbeatIntervalSeconds ?? 1),
+        SPOOL_PUSH_DISPATCH: "false",
+      });
+      await proc.waitFor((l) => l.msg === "api listening", 60_000);
+      return Object.assign(proc, { url: `http://127.0.0.1:${p}`, port: p });
+    },
     async stop() {
       await Promise.all(procs.map((p) => p.kill("SIGKILL")));
+      await pushDispatcher?.stop();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await eventHub.close();
       await engine.close();

@@ -1,0 +1,160 @@
+// A remote worker (the SDK's createWorker, in its own process) that holds only the API URL, a key
+// and the project id runs every kind of step through the push protocol.
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { countEffects } from "../fixtures/file-effects.js";
+import { eventually, type Proc, type System, startSystem } from "./harness.js";
+
+describe("a remote worker with nothing but the API (createWorker, push protocol)", () => {
+  let sys: System;
+  let remote: Proc & { workerId: string };
+  const effectsFile = join(mkdtempSync(join(tmpdir(), "spool-effects-")), "effects.jsonl");
+
+  beforeAll(async () => {
+    sys = await startSystem();
+    remote = await sys.startRemoteWorker({ SPOOL_TEST_EFFECTS_FILE: effectsFile });
+    await sys.startScheduler();
+  });
+  afterAll(() => sys?.stop());
+
+  const finished = (id: string) => sys.client.executions.waitForResult(id, { timeoutMs: 30_000 });
+  const stepsOf = async (id: string) =>
+    (await sys.client.executions.steps(id)).map((s) => [s.step_key, s.status, s.output]);
+
+  it("has no database or Redis URL in its environment, and is registered as a push worker", async () => {
+    const environ = readFileSync(`/proc/${remote.child.pid}/environ`, "utf8").split("\0");
+    expect(
+      environ.some((v) => /^(DATABASE_URL|REDIS_URL|SPOOL_TEST_DATABASE_URL|SPOOL_TEST_REDIS_URL)=/.test(v)),
+    ).toBe(false);
+    const worker = await sys.client.request<{
+      mode: string;
+      status: string;
+      capabilities: { workflow_ids: string[] };
+    }>("GET", `/workers/${remote.workerId}`);
+    expect(worker).toMatchObject({ mode: "push", status: "online" });
+    expect(worker.capabilities.workflow_ids).toContain("r-three-steps");
+  });
+
+  it("runs 3 steps and lists them in order", async () => {
+    const { execution_id } = await sys.client.run("r-three-steps", { n: 4 });
+    const done = await finished(execution_id);
+    expect(done).toMatchObject({ status: "completed", result: { a: 5, b: 10, c: "n=4 -> 10" } });
+    expect(await stepsOf(execution_id)).toEqual([
+      ["add-one", "completed", 5],
+      ["double", "completed", 10],
+      ["describe", "completed", "n=4 -> 10"],
+    ]);
+  });
+
+  it("sleeps 2 s on a durable timer, then goes on", async () => {
+    const { execution_id } = await sys.client.run("r-sleeper", { ms: 2000 });
+    await eventually(async () =>
+      (await sys.client.executions.get(execution_id)).status === "waiting" ? true : undefined,
+    );
+    const done = await finished(execution_id);
+    expect(done.status).toBe("completed");
+    expect((done.result as { sleptMs: number }).sleptMs).toBeGreaterThanOrEqual(2000);
+    expect(
+      (await sys.client.executions.steps(execution_id)).map((s) => [s.step_key, s.kind, s.status]),
+    ).toEqual([
+      ["start", "now", "completed"],
+      ["nap", "sleep", "completed"],
+      ["end", "now", "completed"],
+    ]);
+  });
+
+  it("waits for an event and gets it", async () => {
+    const topic = `orders-${Date.now()}`;
+    const { execution_id } = await sys.client.run("r-wait-event", { topic });
+    await eventually(async () =>
+      (await sys.client.executions.get(execution_id)).status === "waiting" ? true : undefined,
+    );
+    const [event] = await sys.client.events.publish(topic, { status: "shipped" });
+    const done = await finished(execution_id);
+    expect(done.result).toEqual({ status: "shipped", sequence: event!.sequence_id });
+    expect(await stepsOf(execution_id)).toEqual([
+      ["shipped", "completed", expect.objectContaining({ topic })],
+    ]);
+  });
+
+  it("suspends, shows what it waits for, and goes on with the resume data", async () => {
+    const { execution_id } = await sys.client.run("r-approval", { amount: 3 });
+    const parked = await eventually(async () => {
+      const e = await sys.client.executions.get(execution_id);
+      return e.status === "suspended" ? e : undefined;
+    });
+    expect(parked).toMatchObject({ suspended_step_key: "approve", suspended_data: { cents: 300 } });
+    await sys.client.executions.resume(execution_id, { approved: true });
+    const done = await finished(execution_id);
+    expect(done.result).toEqual({ cents: 300, approved: true });
+    expect(await stepsOf(execution_id)).toEqual([
+      ["prepare", "completed", 300],
+      ["approve", "completed", { approved: true }],
+      ["finish", "completed", { cents: 300, approved: true }],
+    ]);
+  });
+
+  it("starts a child and waits for its result", async () => {
+    const { execution_id } = await sys.client.run("r-parent", { n: 7 });
+    const done = await finished(execution_id);
+    expect(done).toMatchObject({ status: "completed", result: { squared: 49 } });
+    expect(await stepsOf(execution_id)).toEqual([["child", "completed", 49]]);
+    const { executions: children } = await sys.client.executions.list({ parent_execution_id: execution_id });
+    expect(children.map((c) => [c.workflow_id, c.status])).toEqual([["r-child", "completed"]]);
+  });
+
+  it("starts a batch of 3 children at once and continues when all are done", async () => {
+    const { execution_id } = await sys.client.run("r-fan-out", {});
+    const done = await finished(execution_id);
+    expect(done).toMatchObject({ status: "completed", result: { results: [1, 4, 9] } });
+    expect(await stepsOf(execution_id)).toEqual([
+      ["child-1", "completed", 1],
+      ["child-2", "completed", 4],
+      ["child-3", "completed", 9],
+    ]);
+  });
+
+  it("retries a step that fails twice, then succeeds", async () => {
+    const { execution_id } = await sys.client.run("r-flaky", {});
+    const done = await finished(execution_id);
+    expect(done).toMatchObject({ status: "completed", result: "third time lucky" });
+    expect(countEffects(execution_id, "attempt", effectsFile)).toBe(3);
+    const [step] = await sys.client.executions.steps(execution_id);
+    expect(step).toMatchObject({ step_key: "flaky-call", status: "completed", attempts: 3 });
+  });
+
+  it("a step result the API refuses (too large) fails the run once, instead of running the step again", async () => {
+    const { execution_id } = await sys.client.run("r-huge", {});
+    const done = await finished(execution_id);
+    expect(done.status).toBe("failed");
+    expect(done.error).toMatchObject({ name: "ReportRefusedError", message: expect.stringContaining("413") });
+    expect(countEffects(execution_id, "too-big", effectsFile)).toBe(1);
+  });
+
+  it("cancelling a run in the middle of a step tells its worker, which stores nothing more", async () => {
+    const { execution_id } = await sys.client.run("r-crashable", {});
+    await eventually(async () =>
+      countEffects(execution_id, "step-2-start", effectsFile) === 1 ? true : undefined,
+    );
+    await sys.client.executions.cancel(execution_id);
+    // The signed cancel reached the worker, which verified it and stops the run.
+    await remote.waitFor(
+      (l) => l.msg === "run cancelled by Spool; stopping it" && l.execution_id === execution_id,
+    );
+    expect((await sys.client.executions.get(execution_id)).status).toBe("cancelled");
+    expect(await stepsOf(execution_id)).toEqual([["step-1", "completed", null]]);
+  });
+
+  it("a sleeping run is cancelled: it stays cancelled and never wakes", async () => {
+    const { execution_id } = await sys.client.run("r-sleeper", { ms: 60_000 });
+    await eventually(async () =>
+      (await sys.client.executions.get(execution_id)).status === "waiting" ? true : undefined,
+    );
+    const cancelled = await sys.client.executions.cancel(execution_id);
+    expect(cancelled.status).toBe("cancelled");
+    expect((await sys.client.executions.get(execution_id)).status).toBe("cancelled");
+    expect(await stepsOf(execution_id)).toEqual([["start", "completed", expect.any(String)]]);
+  });
+});
