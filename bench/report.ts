@@ -1,6 +1,6 @@
 // Renders a benchmark result as Markdown: each of our figures beside the floor of the same run.
 import type { FloorResult } from "./floor.js";
-import type { EventsResult, LatencyResult, ThroughputResult } from "./scenarios.js";
+import type { EventsResult, LatencyResult, PushResult, ThroughputResult } from "./scenarios.js";
 import type { Summary } from "./stats.js";
 
 export interface BenchResult {
@@ -21,6 +21,7 @@ export interface BenchResult {
   latency: LatencyResult;
   throughput: ThroughputResult;
   events: EventsResult;
+  push: PushResult;
   durationSec: number;
 }
 
@@ -138,6 +139,21 @@ export function renderMarkdown(r: BenchResult): string {
     `| full batches fired / expected | ${events.batchesFired} / ${events.batchesExpected} |`,
     `| 100th event created_at → batch run started_at, p50 / p95 / p99 (ms) | ${pct(events.lastEventToRunStartedMs)} |`,
     `| 100th event created_at → batch run created_at (firing only), p50 / p95 / p99 (ms) | ${pct(events.lastEventToRunCreatedMs)} |`,
+    "",
+  );
+
+  const { push } = r;
+  const loop = push.closedLoop;
+  out.push(
+    "## The remote push path (a createWorker process with only the API's address and a key)",
+    "",
+    `The same three no-op steps, pushed over HTTP to a remote worker that reports each step through the worker protocol, beside the in-cluster worker in the same sitting. Closed loop: ${loop.remote.concurrency} clients, each starting the next run (POST …/run?wait=30) as soon as its last one finished, for ${f(loop.remote.windowMs / 1000, 0)} s per path.`,
+    "",
+    "| figure | remote push worker | in-cluster worker | remote ÷ in-cluster |",
+    "|---|---|---|---|",
+    `| one run at a time, client-observed p50 / p95 / p99 (ms; ${push.serialMs.n} remote runs, ${latency.runToCompletedMs.n} in-cluster runs above) | ${pct(push.serialMs)} | ${pct(latency.runToCompletedMs)} | ${ratio(push.serialMs.p50, latency.runToCompletedMs.p50)} (p50) |`,
+    `| closed loop: runs/s (completed / failed) | ${f(loop.remote.runsPerSec)} (${loop.remote.completed} / ${loop.remote.failed}) | ${f(loop.inCluster.runsPerSec)} (${loop.inCluster.completed} / ${loop.inCluster.failed}) | ${ratio(loop.remote.runsPerSec, loop.inCluster.runsPerSec)} |`,
+    `| closed loop: run → completed p50 / p95 / p99 (ms) | ${pct(loop.remote.endToEndMs)} | ${pct(loop.inCluster.endToEndMs)} | ${ratio(loop.remote.endToEndMs.p50, loop.inCluster.endToEndMs.p50)} (p50) |`,
     "",
   );
 

@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { measureFloor } from "./floor.js";
 import { type BenchResult, renderMarkdown } from "./report.js";
-import { eventsScenario, latencyScenario, throughputScenario } from "./scenarios.js";
+import { eventsScenario, latencyScenario, pushScenario, throughputScenario } from "./scenarios.js";
 import { procMemMiB } from "./stats.js";
 import { ROOT, startSystem, stopAll } from "./system.js";
 
@@ -43,6 +43,7 @@ const PLANS = {
     throughput: { rates: [10], windowMs: 1_000, drainTimeoutMs: 10_000, pauseMs: 200 },
     events: { batches: 1, publishers: 4, timeoutMs: 30_000 },
     floor: { jobs1: 20, jobsN: 100, inserts1: 20, insertsN: 100, timeoutMs: 20_000 },
+    push: { runs: 5, warmup: 2, windowMs: 1_000 },
   },
   quick: {
     latency: { runs: 500, warmup: 50, timeoutMs: 60_000 },
@@ -54,6 +55,7 @@ const PLANS = {
     },
     events: { batches: 10, publishers: 4, timeoutMs: 30_000 },
     floor: { jobs1: 500, jobsN: 5_000, inserts1: 500, insertsN: 5_000, timeoutMs: 30_000 },
+    push: { runs: 300, warmup: 30, windowMs: 10_000 },
   },
   full: {
     latency: { runs: 2_000, warmup: 100, timeoutMs: 300_000 },
@@ -65,6 +67,7 @@ const PLANS = {
     },
     events: { batches: 50, publishers: 8, timeoutMs: 120_000 },
     floor: { jobs1: 2_000, jobsN: 20_000, inserts1: 2_000, insertsN: 20_000, timeoutMs: 60_000 },
+    push: { runs: 1_000, warmup: 50, windowMs: 30_000 },
   },
 } as const;
 const base = PLANS[mode];
@@ -131,7 +134,9 @@ async function main() {
   const throughput = await throughputScenario(sys, plan.throughput, (pid) => procMemMiB(pid, "VmHWM"));
   log(`events: ${plan.events.batches * 100} events into a batch_size 100 trigger`);
   const events = await eventsScenario(sys, plan.events);
-  for (const app of [sys.api, ...sys.workers, sys.scheduler]) {
+  log(`push path: ${plan.push.runs} runs one at a time through a remote worker`);
+  const push = await pushScenario(sys, { ...plan.push, concurrency });
+  for (const app of [sys.api, ...sys.workers, sys.remote, sys.scheduler]) {
     if (!app.alive) throw new Error(`${app.name} died during the benchmark\n${app.tail}`);
   }
 
@@ -154,6 +159,7 @@ async function main() {
     latency,
     throughput,
     events,
+    push,
     durationSec: Math.round((performance.now() - started) / 100) / 10,
   };
   mkdirSync(outDir, { recursive: true });

@@ -18,7 +18,9 @@ import type { BenchSystem } from "./system.js";
 const WORKFLOW = "bench-3-steps";
 const STEP_KEYS = ["one", "two", "three"];
 /** Redis channel on which the engine announces every run that reached a terminal status. */
-const FINISHED_CHANNEL = "spool:finished";
+// Every turn-ending transition is announced here; the bench workflows never park, so the one
+// announcement of a run is its finish.
+const SETTLED_CHANNEL = "spool:settled";
 
 const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -199,7 +201,7 @@ export async function throughputScenario(
   // Finish announcements, to know the backlog while sending without polling the API.
   const finishedAt = new Map<string, number>();
   sub.on("message", (_c: string, id: string) => finishedAt.set(id, performance.now()));
-  await sub.subscribe(FINISHED_CHANNEL);
+  await sub.subscribe(SETTLED_CHANNEL);
 
   const pids: Record<string, number> = { api: sys.api.pid };
   sys.workers.forEach((w, i) => {
@@ -487,4 +489,78 @@ export async function eventsScenario(
     ),
     lastEventToRunCreatedMs: summarize(full.map((r) => r.created_at.getTime() - ms(lastOf(r).created_at))),
   };
+}
+
+// -------------------------------------------------------------------------------------------------
+// The remote push path: the same 3-step run through a remote worker (createWorker over the worker
+// protocol) beside the in-cluster worker, in the same sitting.
+
+export interface ClosedLoopResult {
+  concurrency: number;
+  windowMs: number;
+  completed: number;
+  failed: number;
+  runsPerSec: number | null;
+  endToEndMs: Summary;
+}
+
+export interface PushResult {
+  warmupRuns: number;
+  /** One run at a time through the remote worker (POST …/run?wait=30 until its response). */
+  serialMs: Summary;
+  /** `concurrency` clients each starting the next run as soon as theirs finished, for `windowMs`. */
+  closedLoop: { remote: ClosedLoopResult; inCluster: ClosedLoopResult };
+}
+
+const REMOTE_WORKFLOW = "bench-3-steps-remote";
+
+export async function pushScenario(
+  sys: BenchSystem,
+  o: { runs: number; warmup: number; concurrency: number; windowMs: number },
+): Promise<PushResult> {
+  const http = client(sys);
+  const runOnce = async (workflow: string, i: number) => {
+    const t0 = performance.now();
+    const res = await http<ExecutionBody>("POST", `/workflows/${workflow}/run?wait=30`, { input: { i } });
+    if (res.status !== 200 || res.body.status !== "completed") {
+      throw new Error(`${workflow} run ${i}: HTTP ${res.status}, status ${res.body?.status}`);
+    }
+    return performance.now() - t0;
+  };
+  for (let i = 0; i < o.warmup; i++) await runOnce(REMOTE_WORKFLOW, -1 - i);
+  const serial: number[] = [];
+  for (let i = 0; i < o.runs; i++) serial.push(await runOnce(REMOTE_WORKFLOW, i));
+
+  const closedLoop = async (workflow: string): Promise<ClosedLoopResult> => {
+    const lat: number[] = [];
+    let failed = 0;
+    const start = performance.now();
+    await Promise.all(
+      Array.from({ length: o.concurrency }, async (_, c) => {
+        for (let i = 0; performance.now() - start < o.windowMs; i++) {
+          try {
+            lat.push(await runOnce(workflow, c * 1_000_000 + i));
+          } catch {
+            failed++;
+          }
+        }
+      }),
+    );
+    const elapsed = performance.now() - start;
+    return {
+      concurrency: o.concurrency,
+      windowMs: o.windowMs,
+      completed: lat.length,
+      failed,
+      runsPerSec: lat.length ? round((lat.length / elapsed) * 1000, 1) : null,
+      endToEndMs: summarize(lat),
+    };
+  };
+  log(
+    `push path: closed loop of ${o.concurrency} clients for ${o.windowMs / 1000} s, remote then in-cluster`,
+  );
+  const remote = await closedLoop(REMOTE_WORKFLOW);
+  await sleep(1000);
+  const inCluster = await closedLoop(WORKFLOW);
+  return { warmupRuns: o.warmup, serialMs: summarize(serial), closedLoop: { remote, inCluster } };
 }

@@ -125,6 +125,8 @@ export interface BenchSystem {
   deploymentId: string;
   api: App;
   workers: App[];
+  /** A remote push worker (createWorker) serving bench-3-steps-remote. */
+  remote: App;
   scheduler: App;
 }
 
@@ -233,9 +235,17 @@ export async function startSystem(o: SystemOptions): Promise<BenchSystem> {
     }),
   );
   const scheduler = launch("scheduler", "apps/scheduler/src/main.ts", appEnv);
+  // The remote worker reaches Spool through the API only.
+  const remote = launch("remote-worker", "bench/remote-worker.ts", {
+    ...appEnv,
+    DATABASE_URL: undefined,
+    REDIS_URL: undefined,
+    SPOOL_WORKER_CONCURRENCY: String(o.workerConcurrency),
+  });
   await Promise.all([
     ...workers.map((w) => w.waitForMsg("consuming")),
     scheduler.waitForMsg("scheduler started"),
+    remote.waitForMsg("registered"),
   ]);
   return {
     databaseUrl,
@@ -248,6 +258,7 @@ export async function startSystem(o: SystemOptions): Promise<BenchSystem> {
     deploymentId,
     api: apiApp,
     workers,
+    remote,
     scheduler,
   };
 }
