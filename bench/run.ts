@@ -1,5 +1,5 @@
 // `npm run bench [-- --full | --smoke] [--out <dir>] [--workers N] [--concurrency N]
-//                  [--rates 50,100,… (runs/s)] [--window <seconds per rate>]`
+//                  [--rates 50,100,… (runs/s)] [--window <seconds per rate>] [--no-fsync]`
 //
 // Starts the real system (system.ts), measures the floor (floor.ts) and Spool (scenarios.ts) on the
 // same Postgres and Redis, then writes <out>/<YYYY-MM-DD>.json and .md and prints the Markdown.
@@ -26,6 +26,8 @@ const { values: args } = parseArgs({
     concurrency: { type: "string", default: "10" },
     rates: { type: "string" },
     window: { type: "string" },
+    // The embedded Postgres is durable (fsync on) unless this says otherwise: production is.
+    "no-fsync": { type: "boolean", default: false },
   },
   strict: true,
 });
@@ -121,7 +123,8 @@ async function main() {
   const started = performance.now();
   const loadBefore = loadavg();
   log(`mode ${mode}; starting the system`);
-  const sys = await startSystem({ workers, workerConcurrency: concurrency });
+  const durable = !args["no-fsync"];
+  const sys = await startSystem({ workers, workerConcurrency: concurrency, durable });
   log(`system up in ${Math.round(performance.now() - started)} ms`);
 
   log("floor: bare BullMQ round trips and bare Postgres inserts");
@@ -151,7 +154,9 @@ async function main() {
       workers,
       workerConcurrency: concurrency,
       services: sys.servicesStarted
-        ? "embedded (scripts/services.mjs: temporary Postgres 18 with fsync=off, synchronous_commit=off; redis-server without persistence)"
+        ? durable
+          ? "embedded (scripts/services.mjs --durable: temporary Postgres 18, fsync=on, synchronous_commit=on, as production; redis-server without persistence)"
+          : "embedded (scripts/services.mjs, --no-fsync: temporary Postgres 18 with fsync=off, synchronous_commit=off; not durable; redis-server without persistence)"
         : "given by DATABASE_URL / REDIS_URL",
       plan,
     },

@@ -111,6 +111,8 @@ export class App {
 export interface SystemOptions {
   workers: number;
   workerConcurrency: number;
+  /** Embedded Postgres fsyncs every commit (fsync=on, synchronous_commit=on), as production does. */
+  durable: boolean;
 }
 
 export interface BenchSystem {
@@ -167,8 +169,11 @@ export async function startSystem(o: SystemOptions): Promise<BenchSystem> {
   let redisUrl = process.env.REDIS_URL || "";
   const servicesStarted = !databaseUrl || !redisUrl;
   if (servicesStarted) {
-    log("starting postgres and redis (scripts/services.mjs, temporary data)");
+    log(
+      `starting postgres (${o.durable ? "durable: fsync on" : "fsync off"}) and redis (scripts/services.mjs, temporary data)`,
+    );
     const services = await startServicesProcess({
+      durable: o.durable,
       env: { DATABASE_URL: databaseUrl || undefined, REDIS_URL: redisUrl || undefined },
     });
     started.services = services;

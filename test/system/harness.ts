@@ -4,7 +4,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { serve } from "@hono/node-server";
-import { createPrisma } from "@spool/db";
+import { createDatabase } from "@spool/db";
 import { Engine, generateApiKey, PushDispatcher } from "@spool/engine";
 import { createClient, type SpoolClient } from "@spool/sdk";
 import { createLogger } from "@spool/shared";
@@ -189,12 +189,13 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
   process.env.SPOOL_TEST_DATABASE_URL = databaseUrl;
   const redisUrl = options.redisUrl ?? inject("redisUrl");
   const logger = createLogger("test-api", "silent");
-  const prisma = createPrisma({ databaseUrl, maxConnections: 10 });
+  const { prisma, pool } = createDatabase({ databaseUrl, maxConnections: 10 });
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true });
   redis.on("error", () => {});
   const adminKey = generateApiKey("sk_admin_");
   const engine = new Engine({
     prisma,
+    pool,
     redis,
     redisUrl,
     logger,
@@ -317,6 +318,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
       await eventHub.close();
       await engine.close();
       await prisma.$disconnect();
+      await pool.end();
       redis.disconnect();
       await db.end();
     },

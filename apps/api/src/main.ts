@@ -1,5 +1,5 @@
 import { serve } from "@hono/node-server";
-import { createPrisma } from "@spool/db";
+import { createDatabase } from "@spool/db";
 import { Engine, exportSpansIfConfigured, PushDispatcher } from "@spool/engine";
 import { createLogger, DatabaseUrl, LogLevel, loadConfig, RedisUrl } from "@spool/shared";
 import { Redis } from "ioredis";
@@ -28,11 +28,12 @@ const config = loadConfig(
 );
 
 const logger = createLogger("api", config.SPOOL_LOG_LEVEL);
-const prisma = createPrisma({ databaseUrl: config.DATABASE_URL });
+const { prisma, pool } = createDatabase({ databaseUrl: config.DATABASE_URL });
 const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, lazyConnect: false });
 redis.on("error", (err) => logger.warn({ err: err.message }, "redis connection error"));
 const engine = new Engine({
   prisma,
+  pool,
   redis,
   redisUrl: config.REDIS_URL,
   logger,
@@ -63,7 +64,12 @@ async function shutdown(signal: string) {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   // Runs out on remote workers stay there; another API process adopts their jobs.
   await pushDispatcher?.stop();
-  await Promise.allSettled([eventHub.close(), engine.close(), prisma.$disconnect(), redis.quit()]);
+  await Promise.allSettled([
+    eventHub.close(),
+    engine.close(),
+    prisma.$disconnect().then(() => pool.end()),
+    redis.quit(),
+  ]);
   logger.info("stopped");
   process.exit(0);
 }

@@ -1,5 +1,5 @@
 // Test harness: the real app over real Postgres and Redis (started by the global setup).
-import { createPrisma } from "@spool/db";
+import { createDatabase } from "@spool/db";
 import { Engine, generateApiKey } from "@spool/engine";
 import { createLogger } from "@spool/shared";
 import { Redis } from "ioredis";
@@ -24,7 +24,7 @@ export interface TestApi {
 export function createTestApi(
   options: { redisUrl?: string; maxBodyBytes?: number; sseKeepaliveMs?: number } = {},
 ): TestApi {
-  const prisma = createPrisma({ databaseUrl: inject("databaseUrl"), maxConnections: 5 });
+  const { prisma, pool } = createDatabase({ databaseUrl: inject("databaseUrl"), maxConnections: 5 });
   const redis = new Redis(options.redisUrl ?? inject("redisUrl"), {
     maxRetriesPerRequest: 0,
     retryStrategy: () => null,
@@ -34,7 +34,7 @@ export function createTestApi(
   const adminKey = generateApiKey("sk_admin_");
   const logger = createLogger("api-test", "silent");
   const redisUrl = options.redisUrl ?? inject("redisUrl");
-  const engine = new Engine({ prisma, redis, redisUrl, logger, adminKey, heartbeatIntervalSeconds: 5 });
+  const engine = new Engine({ prisma, pool, redis, redisUrl, logger, adminKey, heartbeatIntervalSeconds: 5 });
   const eventHub = createEventHub(engine, redisUrl, logger);
   const app = createApp({
     engine,
@@ -47,6 +47,7 @@ export function createTestApi(
     await eventHub.close();
     await engine.close();
     await prisma.$disconnect();
+    await pool.end();
     redis.disconnect();
   });
 

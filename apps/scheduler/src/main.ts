@@ -1,4 +1,4 @@
-import { createPrisma } from "@spool/db";
+import { createDatabase } from "@spool/db";
 import { Engine, exportSpansIfConfigured } from "@spool/engine";
 import { createLogger, DatabaseUrl, LogLevel, loadConfig, RedisUrl } from "@spool/shared";
 import { Redis } from "ioredis";
@@ -23,12 +23,12 @@ const config = loadConfig(
 
 const logger = createLogger("scheduler", config.SPOOL_LOG_LEVEL);
 const clock = createClock(config.SPOOL_CLOCK_SPEED, config.SPOOL_CLOCK_EPOCH_MS);
-const prisma = createPrisma({ databaseUrl: config.DATABASE_URL, maxConnections: 5 });
+const { prisma, pool } = createDatabase({ databaseUrl: config.DATABASE_URL, maxConnections: 5 });
 const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1 });
 redis.on("error", (err) => logger.warn({ err: err.message }, "redis connection error"));
 const subscriber = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
 subscriber.on("error", (err) => logger.debug({ err: err.message }, "redis subscriber connection error"));
-const engine = new Engine({ prisma, redis, redisUrl: config.REDIS_URL, logger, clock });
+const engine = new Engine({ prisma, pool, redis, redisUrl: config.REDIS_URL, logger, clock });
 exportSpansIfConfigured(engine.traces, { serviceName: "spool-scheduler", logger });
 
 const loops = [
@@ -71,7 +71,7 @@ async function shutdown(signal: string) {
   logger.info({ signal }, "shutting down");
   await Promise.all(loops.map((l) => l.stop()));
   await stopListening();
-  await Promise.allSettled([engine.close(), prisma.$disconnect(), redis.quit()]);
+  await Promise.allSettled([engine.close(), prisma.$disconnect().then(() => pool.end()), redis.quit()]);
   logger.info("stopped");
   process.exit(0);
 }

@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { fileURLToPath } from "node:url";
-import { createPrisma } from "@spool/db";
+import { createDatabase } from "@spool/db";
 import { Engine, exportSpansIfConfigured } from "@spool/engine";
 import { createClient } from "@spool/sdk";
 import {
@@ -39,10 +39,10 @@ const config = loadConfig(
 
 const logger = createLogger("worker", config.SPOOL_LOG_LEVEL);
 const loaded = await loadWorkflows(config.SPOOL_WORKFLOWS_MODULE);
-const prisma = createPrisma({ databaseUrl: config.DATABASE_URL });
+const { prisma, pool } = createDatabase({ databaseUrl: config.DATABASE_URL });
 const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
 redis.on("error", (err) => logger.warn({ err: err.message }, "redis connection error"));
-const engine = new Engine({ prisma, redis, redisUrl: config.REDIS_URL, logger });
+const engine = new Engine({ prisma, pool, redis, redisUrl: config.REDIS_URL, logger });
 // Spans are stored in Postgres; with a collector configured, they are also exported over OTLP/HTTP.
 exportSpansIfConfigured(engine.traces, { serviceName: "spool-worker", logger });
 const client = createClient({
@@ -108,7 +108,7 @@ async function shutdown(signal: string) {
   const drained = await consumer.drain(config.SPOOL_DRAIN_TIMEOUT_MS);
   stopHeartbeat();
   await client.request("POST", `/workers/${workerId}/deregister`).catch(() => {});
-  await Promise.allSettled([engine.close(), prisma.$disconnect(), redis.quit()]);
+  await Promise.allSettled([engine.close(), prisma.$disconnect().then(() => pool.end()), redis.quit()]);
   logger.info(drained, "stopped");
   process.exit(0);
 }

@@ -1,7 +1,9 @@
 import { PrismaPg } from "@prisma/adapter-pg";
+import pg from "pg";
 import { Prisma, PrismaClient } from "./generated/prisma/client.js";
 
 export * from "./generated/prisma/client.js";
+export type { pg };
 
 export interface CreatePrismaOptions {
   databaseUrl: string;
@@ -9,8 +11,26 @@ export interface CreatePrismaOptions {
   maxConnections?: number;
 }
 
-export function createPrisma({ databaseUrl, maxConnections = 10 }: CreatePrismaOptions): PrismaClient {
-  return new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl, max: maxConnections }) });
+/**
+ * One process's database access: one `pg` pool, shared by Prisma (schema-typed queries on the cold
+ * paths) and the hot path's raw SQL (engine/src/sql), so a process holds one set of connections.
+ */
+export interface Database {
+  prisma: PrismaClient;
+  pool: pg.Pool;
+}
+
+export function createDatabase({ databaseUrl, maxConnections = 10 }: CreatePrismaOptions): Database {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: maxConnections });
+  // An idle client losing its connection (Postgres restarted) must not crash the process; the pool
+  // drops it and the next query opens a new one.
+  pool.on("error", () => {});
+  return { prisma: new PrismaClient({ adapter: new PrismaPg(pool) }), pool };
+}
+
+/** Prisma alone (tools and tests that need no raw SQL). */
+export function createPrisma(options: CreatePrismaOptions): PrismaClient {
+  return createDatabase(options).prisma;
 }
 
 /** The client or an interactive-transaction client: engine functions accept either. */

@@ -1,4 +1,4 @@
-import type { PrismaClient } from "@spool/db";
+import type { PrismaClient, pg } from "@spool/db";
 import type { Logger } from "@spool/shared";
 import type { Redis } from "ioredis";
 import type { Dispatcher } from "./dispatch/dispatcher.js";
@@ -7,6 +7,8 @@ import type { Traces } from "./traces/traces.js";
 /** What engine functions need; built once by the Engine. */
 export interface EngineDeps {
   prisma: PrismaClient;
+  /** The same connections as `prisma`'s, for the hot path's raw SQL (one round trip per verb). */
+  pool: pg.Pool;
   dispatcher: Dispatcher;
   logger: Logger;
   /** Announcements only (finished runs, publishes); never a source of truth. */

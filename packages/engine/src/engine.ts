@@ -1,4 +1,4 @@
-import type { PrismaClient } from "@spool/db";
+import type { PrismaClient, pg } from "@spool/db";
 import type { DependencyStatus, Logger } from "@spool/shared";
 import type { Redis } from "ioredis";
 import type { EngineDeps } from "./deps.js";
@@ -19,6 +19,8 @@ import { Workers } from "./workers/workers.js";
 
 export interface EngineOptions {
   prisma: PrismaClient;
+  /** The pool `prisma` runs on (createDatabase): the hot path queries it directly. */
+  pool: pg.Pool;
   redis: Redis;
   redisUrl: string;
   logger: Logger;
@@ -63,6 +65,7 @@ export class Engine {
     this.traces = new Traces(options.prisma, options.logger);
     const deps: EngineDeps = {
       prisma: options.prisma,
+      pool: options.pool,
       dispatcher: this.dispatcher,
       logger: options.logger,
       redis: options.redis,

@@ -1,6 +1,6 @@
 // An Engine over the test Redis and a database of this test file's own (file-database.ts), with a
 // fresh project that has one deployment.
-import { createPrisma } from "@spool/db";
+import { createDatabase } from "@spool/db";
 import { createLogger } from "@spool/shared";
 import { Redis } from "ioredis";
 import { afterAll, inject } from "vitest";
@@ -8,11 +8,12 @@ import { Engine } from "../src/engine.js";
 import { databaseOfThisFile } from "./file-database.js";
 
 export async function createTestEngine(options: { clock?: () => Date; workflows?: string[] } = {}) {
-  const prisma = createPrisma({ databaseUrl: await databaseOfThisFile(), maxConnections: 5 });
+  const { prisma, pool } = createDatabase({ databaseUrl: await databaseOfThisFile(), maxConnections: 5 });
   const redis = new Redis(inject("redisUrl"), { lazyConnect: true, maxRetriesPerRequest: 1 });
   redis.on("error", () => {});
   const engine = new Engine({
     prisma,
+    pool,
     redis,
     redisUrl: inject("redisUrl"),
     logger: createLogger("engine-test", "silent"),
@@ -21,6 +22,7 @@ export async function createTestEngine(options: { clock?: () => Date; workflows?
   afterAll(async () => {
     await engine.close();
     await prisma.$disconnect();
+    await pool.end();
     redis.disconnect();
   });
   const project = await engine.projects.create({ name: "engine-test" });

@@ -44,5 +44,19 @@ export function createBatcher<T>(
     },
     /** Writes what is buffered and waits for every batch so far. */
     flush,
+    /**
+     * Hands over what is buffered instead of writing it (once every earlier batch is written), for a
+     * caller that writes it in a transaction of its own; `written()` settles those items' add().
+     */
+    async take(): Promise<{ items: T[]; written: () => void }> {
+      if (timer) clearTimeout(timer);
+      timer = null;
+      const items = buffer;
+      const done = written;
+      buffer = [];
+      written = null;
+      await chain;
+      return { items, written: () => done?.resolve() };
+    },
   };
 }

@@ -25,7 +25,7 @@ import { fireTimer } from "./fire-timer.js";
 import { handBackNotLoaded } from "./hand-back-not-loaded.js";
 import { loadJournal } from "./journal-store.js";
 import { resumeExecution } from "./resume-execution.js";
-import { startExecution } from "./start-execution.js";
+import { type JournalRows, startExecution } from "./start-execution.js";
 import { startWaitedChildren, waitedChildrenOf } from "./start-waited-children.js";
 
 /** What a run request gets back: the contract's run response. */
@@ -199,7 +199,7 @@ export class Executions {
   // ---- worker side -------------------------------------------------------------------------
 
   start(executionId: string, dispatchSeq: number, workerId: string | null) {
-    return startExecution(this.deps.prisma, { executionId, dispatchSeq, workerId });
+    return startExecution(this.deps, { executionId, dispatchSeq, workerId });
   }
 
   /**
@@ -219,12 +219,18 @@ export class Executions {
     return handBackNotLoaded(this.deps, { execution, claim, workerId });
   }
 
-  journal(executionId: string, claim: Claim) {
-    return loadJournal(this.deps.prisma, executionId, claim);
+  /** The run's journal; `loaded` is what its start already read (StartResult.journal). */
+  journal(executionId: string, claim: Claim, loaded?: JournalRows) {
+    return loadJournal(this.deps, executionId, claim, loaded);
   }
 
-  complete(executionId: string, claim: Claim, result: unknown) {
-    return completeExecution(this.deps, { executionId, claim, result });
+  complete(
+    executionId: string,
+    claim: Claim,
+    result: unknown,
+    fresh?: Parameters<typeof completeExecution>[1]["fresh"],
+  ) {
+    return completeExecution(this.deps, { executionId, claim, result, fresh });
   }
 
   fail(args: Parameters<typeof failExecution>[1]) {

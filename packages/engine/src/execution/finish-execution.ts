@@ -3,19 +3,99 @@ import type { SerializedError } from "@spool/shared";
 import { type EngineDeps, TX_OPTIONS } from "../deps.js";
 import type { DispatchRequest } from "../dispatch/dispatcher.js";
 import { backoffDelay } from "../runtime/backoff.js";
+import type { StepRecord } from "../runtime/journal.js";
+import { executionFields } from "../sql/rows.js";
+import { spanRowsParam, upsertSpansFromJson } from "../traces/record-spans.js";
+import { executionSpan, stepSpan } from "../traces/span-rows.js";
 import { afterFinish, announceSettled } from "./after-finish.js";
 import { afterCancel, cancelTree } from "./cancel-execution.js";
 import { type Claim, heldUnder } from "./claim.js";
 import { closePendingWaits } from "./close-waits.js";
 import { runDispatch } from "./create-executions.js";
 import type { ExecutionStatus } from "./statuses.js";
-import { transition } from "./transition.js";
+import { rawTransition, transition } from "./transition.js";
 
-/** running → completed. Null when the run was no longer this dispatch's (cancelled, handed back). */
+const COMPLETE = rawTransition(["running"], "completed");
+
+// Purpose: running → completed with the run's trace (its own span and the spans of the steps this
+// job ran), in one round trip. Only for a run without waits: anything parked, closed or answered
+// from outside takes completeExecution's transaction. Params: execution, dispatch seq, lease, result,
+// now, from-statuses, span rows (spanRowsParam). Locks: the execution row. Result: the completed row,
+// or none (not this claim's any more, or it has waits).
+const COMPLETE_WITHOUT_WAITS = `
+  WITH done AS (
+    UPDATE executions e
+       SET status = '${COMPLETE.to}', result = $4::jsonb, completed_at = $5, worker_id = NULL,
+           error = NULL, updated_at = $5
+     WHERE e.id = $1 AND e.status = ANY($6::text[]) AND e.dispatch_seq = $2 AND e.lease = $3
+       AND NOT EXISTS (SELECT 1 FROM waits w WHERE w.execution_id = $1)
+    RETURNING ${executionFields("e")}),
+  spans AS (${upsertSpansFromJson("$7")} WHERE EXISTS (SELECT 1 FROM done))
+  SELECT * FROM done`;
+
+/**
+ * The hot path of a run's end: the worker that ran every step of this run in this job (it replayed
+ * none, so it holds every step's span) completes it in one statement. Null when that does not apply
+ * (the run has waits, or is no longer this claim's): the caller takes completeExecution.
+ */
+async function completeWithoutWaits(
+  deps: EngineDeps,
+  args: { started: Execution; claim: Claim; result: unknown; steps: StepRecord[] },
+): Promise<Execution | null> {
+  const now = new Date();
+  const result = args.result === undefined || args.result === null ? null : args.result;
+  const predicted: Execution = {
+    ...args.started,
+    status: COMPLETE.to,
+    result: result as Execution["result"],
+    completedAt: now,
+    workerId: null,
+    error: null,
+    updatedAt: now,
+  };
+  // The rows the statement writes only if the run completes; the execution span is the completed
+  // row's (what syncExecutionSpans would derive from it).
+  const spans = [executionSpan(predicted), ...args.steps.map((r) => stepSpan(predicted, r))];
+  const { rows } = await deps.pool.query<Execution>({
+    name: "spool_complete_without_waits",
+    text: COMPLETE_WITHOUT_WAITS,
+    values: [
+      args.started.id,
+      args.claim.dispatchSeq,
+      args.claim.lease,
+      result === null ? null : JSON.stringify(result),
+      now,
+      COMPLETE.from,
+      spanRowsParam(spans),
+    ],
+  });
+  const row = rows[0];
+  if (!row) return null;
+  deps.traces.publish(spans);
+  await afterFinish(deps, row);
+  return row;
+}
+
+/**
+ * running → completed. Null when the run was no longer this dispatch's (cancelled, handed back).
+ * `fresh` is the worker's run when this job ran all of its steps (it replayed none) with the spans
+ * of those steps not yet written: then a run without waits ends in one round trip, spans included.
+ */
 export async function completeExecution(
   deps: EngineDeps,
-  args: { executionId: string; claim: Claim; result: unknown },
+  args: {
+    executionId: string;
+    claim: Claim;
+    result: unknown;
+    fresh?: { started: Execution; steps: StepRecord[] };
+  },
 ): Promise<Execution | null> {
+  if (args.fresh) {
+    const done = await completeWithoutWaits(deps, { ...args.fresh, claim: args.claim, result: args.result });
+    if (done) return done;
+    // Not applicable: write the steps' spans as the span writer would have, then the general path.
+    await deps.traces.recordSteps(args.fresh.started, args.fresh.steps);
+  }
   const outcome = await deps.prisma.$transaction(async (tx) => {
     const row = await transition(tx, {
       executionId: args.executionId,

@@ -1,4 +1,4 @@
-import { Prisma, type PrismaClient } from "@spool/db";
+import type { PrismaClient, pg } from "@spool/db";
 import type { SerializedError } from "@spool/shared";
 import {
   ExecutionAbortedError,
@@ -8,13 +8,19 @@ import {
   type NewStepResult,
 } from "../runtime/journal.js";
 import type { Claim } from "./claim.js";
+import type { JournalRows } from "./start-execution.js";
 
-/** The Postgres-backed journal of one execution, as seen by the worker that runs it. */
-export async function loadJournal(prisma: PrismaClient, executionId: string, claim: Claim): Promise<Journal> {
-  const [steps, waits] = await Promise.all([
-    prisma.stepResult.findMany({ where: { executionId }, orderBy: { seq: "asc" } }),
-    prisma.wait.findMany({ where: { executionId, status: "pending" } }),
-  ]);
+/**
+ * The Postgres-backed journal of one execution, as seen by the worker that runs it: from the rows its
+ * start already read (one round trip for both), or read now.
+ */
+export async function loadJournal(
+  db: { prisma: PrismaClient; pool: pg.Pool },
+  executionId: string,
+  claim: Claim,
+  loaded?: JournalRows,
+): Promise<Journal> {
+  const { steps, waits } = loaded ?? (await readJournal(db.prisma, executionId));
   return {
     steps: new Map(steps.map((s) => [s.stepKey, toJournalStep(s)])),
     waits: new Map(
@@ -23,9 +29,17 @@ export async function loadJournal(prisma: PrismaClient, executionId: string, cla
         { stepKey: w.stepKey, seq: w.seq, kind: w.kind, wakeAt: w.wakeAt },
       ]),
     ),
-    saveStep: (step) => storeStep(prisma, executionId, claim, step),
-    eventCursor: () => eventCursorOf(prisma, executionId),
+    saveStep: (step) => storeStep(db.pool, executionId, claim, step),
+    eventCursor: () => eventCursorOf(db.pool, executionId),
   };
+}
+
+async function readJournal(prisma: PrismaClient, executionId: string): Promise<JournalRows> {
+  const [steps, waits] = await Promise.all([
+    prisma.stepResult.findMany({ where: { executionId }, orderBy: { seq: "asc" } }),
+    prisma.wait.findMany({ where: { executionId, status: "pending" } }),
+  ]);
+  return { steps, waits };
 }
 
 interface StepRow {
@@ -55,42 +69,69 @@ const toJournalStep = (s: StepRow): JournalStep => ({
  * handed to another worker (or started again from a redelivered job), the result stays stored (the
  * next worker adopts it) and the run aborts.
  */
+// Purpose: store the step (never replacing a completed result) and read whether the run is still
+// this claim's, in one round trip. Params: execution, key, seq, kind, status, output, error, attempts,
+// started_at, claim's dispatch seq, claim's lease. Locks: the (execution_id, step_key) index entry.
+// Result: one row (none if the execution is gone); the step columns are null when a completed result
+// already won.
+const STORE_STEP = `
+  WITH saved AS (
+    INSERT INTO step_results (id, execution_id, step_key, seq, kind, status, output, error, attempts, started_at, completed_at)
+    SELECT gen_random_uuid(), $1::uuid, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, now()
+    -- A completed result is kept even from a worker that lost the run (the next one adopts it);
+    -- a failure only from the current dispatch, or a stale attempt's late failure would land
+    -- after a retry cleared failed results and be replayed in the new attempt.
+    WHERE $5 = 'completed' OR EXISTS (
+      SELECT 1 FROM executions WHERE id = $1::uuid AND status = 'running'
+        AND dispatch_seq = $10 AND lease = $11)
+    ON CONFLICT (execution_id, step_key) DO UPDATE
+      SET status = EXCLUDED.status, output = EXCLUDED.output, error = EXCLUDED.error,
+          attempts = step_results.attempts + EXCLUDED.attempts, completed_at = EXCLUDED.completed_at
+      WHERE step_results.status <> 'completed'
+    RETURNING step_key, seq, kind, status, output, error, attempts)
+  SELECT s.step_key AS "stepKey", s.seq, s.kind, s.status, s.output, s.error, s.attempts,
+         e.status AS "executionStatus", e.dispatch_seq AS "executionSeq", e.lease AS "executionLease"
+  FROM executions e LEFT JOIN saved s ON true
+  WHERE e.id = $1::uuid`;
+
+const READ_STEP = `SELECT step_key AS "stepKey", seq, kind, status, output, error, attempts
+  FROM step_results WHERE execution_id = $1 AND step_key = $2`;
+
+/**
+ * Stores a step result, first completed write wins: a completed row is never overwritten, a failed
+ * one (from an earlier attempt) is. Returns the stored row, which is what the workflow continues
+ * with. Then checks the execution is still this claim's to run; if it was cancelled, timed out or
+ * handed to another worker (or started again from a redelivered job), the result stays stored (the
+ * next worker adopts it) and the run aborts.
+ */
 export async function storeStep(
-  prisma: PrismaClient,
+  pool: pg.Pool,
   executionId: string,
   claim: Claim,
   step: NewStepResult,
 ): Promise<JournalStep> {
   const output = step.output === undefined ? null : JSON.stringify(step.output);
   const error = step.error === undefined ? null : JSON.stringify(step.error);
-  // Purpose: store the step (never replacing a completed result) and read whether the run is
-  // still this claim's, in one round trip. Params: execution, claim, key, seq, kind, status, output,
-  // error, attempts, started_at. Locks: the (execution_id, step_key) index entry. Result: one row
-  // (none if the execution is gone); the step columns are null when a completed result already won.
-  const [row] = await prisma.$queryRaw<
-    (Partial<StepRow> & { executionStatus: string; executionSeq: number; executionLease: number })[]
-  >(
-    Prisma.sql`
-    WITH saved AS (
-      INSERT INTO step_results (id, execution_id, step_key, seq, kind, status, output, error, attempts, started_at, completed_at)
-      SELECT gen_random_uuid(), ${executionId}::uuid, ${step.stepKey}, ${step.seq}, ${step.kind}, ${step.status},
-             ${output}::jsonb, ${error}::jsonb, ${step.attempts}, ${step.startedAt}, now()
-      -- A completed result is kept even from a worker that lost the run (the next one adopts it);
-      -- a failure only from the current dispatch, or a stale attempt's late failure would land
-      -- after a retry cleared failed results and be replayed in the new attempt.
-      WHERE ${step.status} = 'completed' OR EXISTS (
-        SELECT 1 FROM executions WHERE id = ${executionId}::uuid AND status = 'running'
-          AND dispatch_seq = ${claim.dispatchSeq} AND lease = ${claim.lease})
-      ON CONFLICT (execution_id, step_key) DO UPDATE
-        SET status = EXCLUDED.status, output = EXCLUDED.output, error = EXCLUDED.error,
-            attempts = step_results.attempts + EXCLUDED.attempts, completed_at = EXCLUDED.completed_at
-        WHERE step_results.status <> 'completed'
-      RETURNING step_key, seq, kind, status, output, error, attempts)
-    SELECT s.step_key AS "stepKey", s.seq, s.kind, s.status, s.output, s.error, s.attempts,
-           e.status AS "executionStatus", e.dispatch_seq AS "executionSeq", e.lease AS "executionLease"
-    FROM executions e LEFT JOIN saved s ON true
-    WHERE e.id = ${executionId}::uuid`,
-  );
+  const { rows } = await pool.query<
+    Partial<StepRow> & { executionStatus: string; executionSeq: number; executionLease: number }
+  >({
+    name: "spool_store_step",
+    text: STORE_STEP,
+    values: [
+      executionId,
+      step.stepKey,
+      step.seq,
+      step.kind,
+      step.status,
+      output,
+      error,
+      step.attempts,
+      step.startedAt,
+      claim.dispatchSeq,
+      claim.lease,
+    ],
+  });
+  const row = rows[0];
   if (
     row?.executionStatus !== "running" ||
     row.executionSeq !== claim.dispatchSeq ||
@@ -102,21 +143,24 @@ export async function storeStep(
         : `execution is ${row?.executionStatus ?? "gone"}`,
     );
   }
-  const stored =
-    row.stepKey !== null && row.stepKey !== undefined
-      ? (row as StepRow)
-      : await prisma.stepResult.findUniqueOrThrow({
-          where: { executionId_stepKey: { executionId, stepKey: step.stepKey } },
-        });
-  return toJournalStep(stored);
+  if (row.stepKey !== null && row.stepKey !== undefined) return toJournalStep(row as StepRow);
+  const stored = await pool.query<StepRow>({
+    name: "spool_read_step",
+    text: READ_STEP,
+    values: [executionId, step.stepKey],
+  });
+  return toJournalStep(stored.rows[0]!);
 }
 
 /** The committed event sequence of an execution's project. */
-export async function eventCursorOf(prisma: PrismaClient, executionId: string): Promise<bigint> {
+export async function eventCursorOf(pool: pg.Pool, executionId: string): Promise<bigint> {
   // Purpose: see above. Locks: none (a publish in flight is either committed and counted here, or
   // gets a higher sequence). Result: one row.
-  const [row] = await prisma.$queryRaw<{ sequence: bigint }[]>(Prisma.sql`
-    SELECT p.event_sequence AS sequence FROM projects p JOIN executions e ON e.project_id = p.id
-    WHERE e.id = ${executionId}::uuid`);
-  return row?.sequence ?? 0n;
+  const { rows } = await pool.query<{ sequence: string }>({
+    name: "spool_event_cursor",
+    text: `SELECT p.event_sequence AS sequence FROM projects p JOIN executions e ON e.project_id = p.id
+           WHERE e.id = $1::uuid`,
+    values: [executionId],
+  });
+  return BigInt(rows[0]?.sequence ?? 0);
 }

@@ -1,11 +1,51 @@
-import type { Db, Execution, PrismaClient } from "@spool/db";
-import { transition } from "./transition.js";
+import type { Db, Execution, PrismaClient, pg } from "@spool/db";
+import { executionFields } from "../sql/rows.js";
+import { rawTransition, transition } from "./transition.js";
+
+/** A stored step and an open wait as the journal needs them, read in the start's round trip. */
+export interface JournalRows {
+  steps: {
+    stepKey: string;
+    seq: number;
+    kind: string;
+    status: string;
+    output: unknown;
+    error: unknown;
+    attempts: number;
+  }[];
+  waits: { stepKey: string; seq: number; kind: string; wakeAt: Date | null }[];
+}
 
 /** What a job's start found: the run is now this worker's, the job is stale, or a live remote worker holds the run. */
 export type StartResult =
-  | { status: "started"; execution: Execution }
+  | { status: "started"; execution: Execution; journal?: JournalRows }
   | { status: "stale" }
   | { status: "held"; execution: Execution };
+
+const START = rawTransition(["queued", "running"], "running");
+
+// Purpose: take the run and read its journal in one round trip (the common case of every job).
+// Params: execution, dispatch seq, worker, now. Locks: the execution row. Result: the started row with
+// its stored steps and open waits as JSON, or no row when the job is stale or a live push worker holds
+// the run (startExecution then finds out which, the slow way).
+const START_AND_LOAD = `
+  WITH taken AS (
+    UPDATE executions e
+       SET status = '${START.to}', worker_id = $3, started_at = COALESCE(e.started_at, $4),
+           lease = e.lease + 1, updated_at = $4
+     WHERE e.id = $1 AND e.dispatch_seq = $2 AND e.status = ANY($5::text[])
+       AND NOT (e.status = 'running' AND e.pushed_lease = e.lease AND EXISTS (
+             SELECT 1 FROM workers w WHERE w.id = e.worker_id AND w.mode = 'push' AND w.status = 'online'))
+    RETURNING ${executionFields("e")})
+  SELECT taken.*,
+    (SELECT coalesce(json_agg(json_build_object('stepKey', s.step_key, 'seq', s.seq, 'kind', s.kind,
+              'status', s.status, 'output', s.output, 'error', s.error, 'attempts', s.attempts)
+              ORDER BY s.seq), '[]')
+       FROM step_results s WHERE s.execution_id = $1) AS "journalSteps",
+    (SELECT coalesce(json_agg(json_build_object('stepKey', w.step_key, 'seq', w.seq, 'kind', w.kind,
+              'wakeAt', w.wake_at)), '[]')
+       FROM waits w WHERE w.execution_id = $1 AND w.status = 'pending') AS "journalWaits"
+  FROM taken`;
 
 /**
  * A worker claims the execution a job names. Only the job made for the current dispatch sequence
@@ -14,12 +54,37 @@ export type StartResult =
  * job lock expired while it lived on: the new lease fences that worker off, see claim.ts). But not
  * when a push worker that is still online holds the run: the job came back because the dispatcher
  * that pushed it died, not the worker running it, and starting it again would run its steps twice.
+ *
+ * The common case is one statement that also reads the run's journal; when it takes nothing, the
+ * row is read to tell a stale job from a held run.
  */
 export async function startExecution(
-  prisma: PrismaClient,
+  db: { prisma: PrismaClient; pool: pg.Pool },
   args: { executionId: string; dispatchSeq: number; workerId: string | null },
 ): Promise<StartResult> {
-  const row = await prisma.execution.findUnique({ where: { id: args.executionId } });
+  const { rows } = await db.pool.query<
+    Execution & {
+      journalSteps: JournalRows["steps"];
+      journalWaits: { stepKey: string; seq: number; kind: string; wakeAt: string | null }[];
+    }
+  >({
+    name: "spool_start_and_load",
+    text: START_AND_LOAD,
+    values: [args.executionId, args.dispatchSeq, args.workerId, new Date(), START.from],
+  });
+  const taken = rows[0];
+  if (taken) {
+    const { journalSteps, journalWaits, ...execution } = taken;
+    return {
+      status: "started",
+      execution,
+      journal: {
+        steps: journalSteps,
+        waits: journalWaits.map((w) => ({ ...w, wakeAt: w.wakeAt === null ? null : new Date(w.wakeAt) })),
+      },
+    };
+  }
+  const row = await db.prisma.execution.findUnique({ where: { id: args.executionId } });
   if (!row || row.dispatchSeq !== args.dispatchSeq || (row.status !== "queued" && row.status !== "running")) {
     return { status: "stale" };
   }
@@ -29,11 +94,11 @@ export async function startExecution(
     row.status === "running" &&
     row.workerId &&
     row.pushedLease === row.lease &&
-    (await heldByOnlinePushWorker(prisma, row.workerId))
+    (await heldByOnlinePushWorker(db.prisma, row.workerId))
   ) {
     return { status: "held", execution: row };
   }
-  const started = await takeRun(prisma, row, args.workerId);
+  const started = await takeRun(db.prisma, row, args.workerId);
   return started ? { status: "started", execution: started } : { status: "stale" };
 }
 

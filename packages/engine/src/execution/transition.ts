@@ -28,3 +28,15 @@ export async function transition(db: Db, args: TransitionArgs): Promise<Executio
   });
   return rows[0] ?? null;
 }
+
+/**
+ * The statuses a hot-path transition written in raw SQL (one round trip; see start-execution.ts,
+ * finish-execution.ts) may start from, checked against the same table: the SQL says
+ * `status = ANY(<these>)` and sets `to`, and nothing else writes a status.
+ */
+export function rawTransition(from: ExecutionStatus[], to: ExecutionStatus): { from: string[]; to: string } {
+  for (const status of from) {
+    if (!canTransition(status, to)) throw new Error(`illegal transition ${status} → ${to}`);
+  }
+  return { from, to };
+}

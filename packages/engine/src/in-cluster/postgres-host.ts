@@ -4,6 +4,7 @@ import { createRunStream } from "../agents/run-stream.js";
 import type { JobData } from "../dispatch/dispatcher.js";
 import type { Engine } from "../engine.js";
 import { type Claim, claimOf } from "../execution/claim.js";
+import type { JournalRows } from "../execution/start-execution.js";
 import type { RunHost } from "../runner/run-host.js";
 import { showRunningAfterDelay } from "../traces/running-span.js";
 import { createSpanWriter } from "../traces/span-writer.js";
@@ -28,11 +29,15 @@ export function createPostgresHost(
 ): PostgresRunHost {
   let execution: Execution | undefined;
   let claim: Claim | undefined;
+  let loaded: JournalRows | undefined;
   let stream: ReturnType<typeof createRunStream> | undefined;
   let spans: ReturnType<typeof createSpanWriter> | undefined;
   let runningSpan: { settle: () => Promise<void> } | undefined;
   const warn = (what: string) => (err: unknown) =>
     options.logger.warn({ err: String(err), execution_id: job.executionId }, what);
+  const flush = async () => {
+    await Promise.all([stream?.flush(), spans?.flush(), runningSpan?.settle()]);
+  };
   const held = () => {
     if (!execution || !claim) throw new Error("the run was not started");
     return { execution, claim };
@@ -54,6 +59,7 @@ export function createPostgresHost(
       if (result.status === "stale") return null;
       execution = result.execution;
       claim = claimOf(execution);
+      loaded = result.journal;
       const run = {
         projectId: execution.projectId,
         workflowId: execution.workflowId,
@@ -74,16 +80,29 @@ export function createPostgresHost(
         },
       };
     },
-    journal: () => engine.executions.journal(job.executionId, held().claim),
+    journal: () => engine.executions.journal(job.executionId, held().claim, loaded),
     publish: (event) => stream?.publish(event),
     recordStep: (record) => spans?.record(record),
-    async flush() {
-      await Promise.all([stream?.flush(), spans?.flush(), runningSpan?.settle()]);
-    },
+    flush,
     async complete(result) {
-      return (await engine.executions.complete(job.executionId, held().claim, result)) !== null;
+      const { execution: started, claim } = held();
+      // A run whose every step ran in this job (none replayed) ends in one round trip, with the
+      // spans of its steps (still buffered) written in the same statement.
+      if (loaded && loaded.steps.length === 0 && loaded.waits.length === 0 && spans) {
+        await Promise.all([stream?.flush(), runningSpan?.settle()]);
+        const { items, written } = await spans.take();
+        try {
+          const fresh = { started, steps: items };
+          return (await engine.executions.complete(job.executionId, claim, result, fresh)) !== null;
+        } finally {
+          written();
+        }
+      }
+      await flush();
+      return (await engine.executions.complete(job.executionId, claim, result)) !== null;
     },
     async fail(error, retry) {
+      await flush();
       const row = await engine.executions.fail({
         executionId: job.executionId,
         claim: held().claim,
@@ -93,6 +112,7 @@ export function createPostgresHost(
       return row === null ? "not_ours" : row.status === "queued" ? "retrying" : "failed";
     },
     async block(waits) {
+      await flush();
       return (
         (await engine.executions.block({ executionId: job.executionId, claim: held().claim, waits })) !== null
       );

@@ -1,4 +1,4 @@
-import type { Execution, PrismaClient } from "@spool/db";
+import type { Execution, PrismaClient, pg } from "@spool/db";
 import { eventCursorOf } from "../execution/journal-store.js";
 import { nextSeq } from "../execution/next-seq.js";
 import type { NewWait } from "../runtime/journal.js";
@@ -21,14 +21,14 @@ export interface ProtocolWait {
  *   answers it too, and the announcement's data is what the suspended run shows.
  */
 export async function toNewWait(
-  prisma: PrismaClient,
+  { prisma, pool }: { prisma: PrismaClient; pool: pg.Pool },
   execution: Execution,
   w: ProtocolWait,
 ): Promise<NewWait> {
   const base = { stepKey: w.stepKey, seq: await nextSeq(prisma, execution.id) };
   if (w.waitType === "time") return { ...base, kind: "sleep", wakeAt: w.waitUntil ?? new Date() };
   const topic = w.waitTopic!;
-  const cursor = await eventCursorOf(prisma, execution.id);
+  const cursor = await eventCursorOf(pool, execution.id);
   if (w.waitType === "event") {
     return { ...base, kind: "event", topic, wakeAt: w.expiresAt ?? null, afterSequence: cursor };
   }

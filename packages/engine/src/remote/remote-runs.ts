@@ -72,7 +72,7 @@ export class RemoteRuns {
   ) {
     const { execution, claim } = await this.identify(projectId, executionId, caller);
     try {
-      return await storeStep(this.deps.prisma, executionId, claim ?? FENCED, {
+      return await storeStep(this.deps.pool, executionId, claim ?? FENCED, {
         stepKey: step.stepKey,
         seq: step.seq ?? (await nextSeq(this.deps.prisma, executionId)),
         kind: step.kind ?? "run",
@@ -97,7 +97,7 @@ export class RemoteRuns {
       if (await this.parkedOn(execution, keys)) return execution;
       throw notYours(execution);
     }
-    const waits = Array.isArray(wait) ? wait : [await toNewWait(this.deps.prisma, execution, wait)];
+    const waits = Array.isArray(wait) ? wait : [await toNewWait(this.deps, execution, wait)];
     const parked = await this.executions.block({ executionId, claim, waits });
     if (!parked) throw notYours(execution);
     return parked;
@@ -155,7 +155,7 @@ export class RemoteRuns {
   async eventCursor(projectId: string, executionId: string, caller: RemoteCaller): Promise<bigint> {
     const { execution, claim } = await this.identify(projectId, executionId, caller);
     if (!claim) throw notYours(execution);
-    return eventCursorOf(this.deps.prisma, executionId);
+    return eventCursorOf(this.deps.pool, executionId);
   }
 
   /** Spans of steps the worker ran, written exactly as an in-cluster worker's are. */

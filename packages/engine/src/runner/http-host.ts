@@ -95,6 +95,9 @@ export function createHttpHost(o: {
       }),
     (err) => o.onError(err, "span write failed"),
   );
+  const flush = async () => {
+    await Promise.all([stream.flush(), spans.flush()]);
+  };
 
   return {
     // Spool started the run before pushing it: the push is the start.
@@ -153,11 +156,13 @@ export function createHttpHost(o: {
       return written;
     },
     recordStep: (record) => void spans.add(record),
-    async flush() {
-      await Promise.all([stream.flush(), spans.flush()]);
+    flush,
+    async complete(result) {
+      await flush();
+      return settle("/complete", { result, worker_id: o.workerId() });
     },
-    complete: (result) => settle("/complete", { result, worker_id: o.workerId() }),
     async fail(error, retry) {
+      await flush();
       if (o.cancelled()) return "not_ours";
       try {
         const { status } = await call<{ status: string }>("POST", `${run}/fail`, {
@@ -172,8 +177,9 @@ export function createHttpHost(o: {
         throw err;
       }
     },
-    block: (waits: NewWait[]) =>
-      settle("/wait", {
+    block: async (waits: NewWait[]) => {
+      await flush();
+      return settle("/wait", {
         waits: waits.map((w) => ({
           step_key: w.stepKey,
           seq: w.seq,
@@ -187,7 +193,8 @@ export function createHttpHost(o: {
             ? { workflow_id: w.child.workflowId, input: w.child.input, queue_name: w.child.queueName ?? null }
             : null,
         })),
-      }),
+      });
+    },
     async notLoaded() {
       try {
         const { outcome } = await call<{ outcome: "handed_back" | "failed" }>("POST", `${run}/not-loaded`);

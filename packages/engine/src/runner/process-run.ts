@@ -49,9 +49,7 @@ export async function processRun(args: {
       publish: (e) => host.publish(e),
       onStepFinished: (r) => host.recordStep(r),
     });
-    // Live events and spans land before the outcome does: a client that sees the run finished
-    // finds its whole stream and trace.
-    await host.flush();
+    // Live events and spans land before the outcome does (each settle verb sees to it).
     switch (outcome.type) {
       case "completed":
         await host.complete(outcome.result);

@@ -36,6 +36,8 @@ export interface RunHost {
   recordStep(record: StepRecord): void;
   /** Writes whatever `publish` and `recordStep` still buffer. */
   flush(): Promise<void>;
+  // Each settle verb lands what `publish` and `recordStep` still buffer before its outcome, or with
+  // it (in the same transaction): a client that sees the run settled finds its whole stream and trace.
   complete(result: unknown): Promise<boolean>;
   fail(error: SerializedError, retry: RetryRequest): Promise<FailOutcome>;
   block(waits: NewWait[]): Promise<boolean>;

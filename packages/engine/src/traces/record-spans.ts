@@ -1,6 +1,6 @@
 // Span writes. Every write is an upsert keyed by a derived span id, so a span written again (a
 // replay, a resumed run, a retried job, a duplicate batch from a remote worker) stays one span.
-import type { Db, Execution, PrismaClient } from "@spool/db";
+import { type Db, type Execution, Prisma, type PrismaClient } from "@spool/db";
 import type { StepRecord } from "../runtime/journal.js";
 import { executionSpan, type SpanRow, stepSpan, storedStepSpan, waitSpan } from "./span-rows.js";
 
@@ -69,3 +69,49 @@ export async function ingestSpans(prisma: PrismaClient, projectId: string, rows:
   await prisma.$transaction(mine.map((row) => upsert(prisma, row)));
   return mine.length;
 }
+
+/**
+ * Span rows as one JSON parameter for UPSERT_SPANS_FROM_JSON (raw SQL on the hot path: a
+ * transition's statement writes its spans in the same round trip). A later row for the same span
+ * wins, as with successive upserts.
+ */
+export function spanRowsParam(rows: SpanRow[]): string {
+  const jsonOf = (v: unknown) => (v === Prisma.DbNull || v === Prisma.JsonNull || v === undefined ? null : v);
+  const last = new Map(rows.map((r) => [r.spanId, r]));
+  return JSON.stringify(
+    [...last.values()].map((r) => ({
+      span_id: r.spanId,
+      trace_id: r.traceId,
+      project_id: r.projectId,
+      execution_id: r.executionId ?? null,
+      parent_span_id: r.parentSpanId ?? null,
+      name: r.name,
+      span_type: r.spanType,
+      workflow_id: r.workflowId ?? null,
+      status: r.status ?? null,
+      attributes: jsonOf(r.attributes) ?? {},
+      input: jsonOf(r.input),
+      output: jsonOf(r.output),
+      error: jsonOf(r.error),
+      started_at: r.startedAt,
+      ended_at: r.endedAt ?? null,
+    })),
+  );
+}
+
+/** `INSERT … ON CONFLICT` of the spans in parameter `$n` (spanRowsParam), as Prisma's upsert writes them. */
+export const upsertSpansFromJson = (param: string) => `
+  INSERT INTO spans (span_id, trace_id, project_id, execution_id, parent_span_id, name, span_type,
+                     workflow_id, status, attributes, input, output, error, started_at, ended_at)
+  SELECT x.span_id, x.trace_id, x.project_id, x.execution_id, x.parent_span_id, x.name, x.span_type,
+         x.workflow_id, x.status, x.attributes, NULLIF(x.input, 'null'), NULLIF(x.output, 'null'),
+         NULLIF(x.error, 'null'), x.started_at, x.ended_at
+    FROM jsonb_to_recordset(${param}::jsonb) AS x(span_id text, trace_id text, project_id uuid,
+         execution_id uuid, parent_span_id text, name text, span_type text, workflow_id text,
+         status text, attributes jsonb, input jsonb, output jsonb, error jsonb,
+         started_at timestamptz, ended_at timestamptz)
+  ON CONFLICT (span_id) DO UPDATE SET trace_id = EXCLUDED.trace_id, project_id = EXCLUDED.project_id,
+    execution_id = EXCLUDED.execution_id, parent_span_id = EXCLUDED.parent_span_id, name = EXCLUDED.name,
+    span_type = EXCLUDED.span_type, workflow_id = EXCLUDED.workflow_id, status = EXCLUDED.status,
+    attributes = EXCLUDED.attributes, input = EXCLUDED.input, output = EXCLUDED.output,
+    error = EXCLUDED.error, started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at`;

@@ -13,5 +13,5 @@ export function createSpanWriter(traces: Traces, execution: ExecutionRef, onErro
     (records) => traces.recordSteps(execution, records),
     onError,
   );
-  return { record: batcher.add, flush: batcher.flush };
+  return { record: batcher.add, flush: batcher.flush, take: batcher.take };
 }
