@@ -21,7 +21,9 @@ describe("the worker protocol, spoken by a raw HTTP worker", () => {
     worker.call("POST", "/api/v1/events/publish", { topic, events: [{ event_type: eventType, data }] });
 
   beforeAll(async () => {
-    sys = await startSystem();
+    // A database of its own: the schedulers of other test files sweep every project of the shared
+    // one, and would release the run of the worker this file writes off before it re-registers.
+    sys = await startSystem({ ownDatabase: true });
     worker = new RawProtocolWorker({
       apiUrl: sys.apiUrl,
       apiKey: sys.apiKey,

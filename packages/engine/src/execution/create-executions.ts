@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { type Db, type Execution, type JsonInput, jsonOrNull } from "@spool/db";
+import { type Db, type Execution, type JsonInput, jsonOrNull, type pg } from "@spool/db";
 import { isUuid, notFound } from "@spool/shared";
 import { type DispatchRequest, runJobId } from "../dispatch/dispatcher.js";
+import { EXECUTION_FIELDS } from "../sql/rows.js";
 
 export const DEFAULT_QUEUE = "default";
 
@@ -107,6 +108,67 @@ export async function createExecutions(
     if (created.count === 1) queues.push({ projectId, name, concurrencyLimit: r.queueConcurrencyLimit });
   }
   return { executions, dispatch: executions.map(runDispatch), queues };
+}
+
+// Purpose: a root run of a registered workflow, in one autocommitted statement (no transaction
+// round trips). Params: id, project, workflow, deployment (or null: the newest registration), queue
+// (or null: the registration's, else 'default'), input, concurrency key, root id (or null: itself),
+// step key, wait_for_subworkflow, run timeout, deadline, initial state, session, user, traceparent,
+// channel context, now. Locks: none. Result: the new row, or none when the workflow is not registered.
+const INSERT_ROOT_RUN = `
+  INSERT INTO executions (id, project_id, workflow_id, workflow_type, deployment_id, queue_name, status,
+    input, concurrency_key, root_execution_id, step_key, wait_for_subworkflow, run_timeout_seconds,
+    deadline_at, initial_state, session_id, user_id, otel_traceparent, channel_context, created_at, updated_at)
+  SELECT $1::uuid, $2::uuid, r.workflow_id, r.workflow_type, r.deployment_id,
+         COALESCE($5, r.queue_name, '${DEFAULT_QUEUE}'), 'queued', $6::jsonb, $7, COALESCE($8::uuid, $1::uuid),
+         $9, $10, $11, $12, $13::jsonb, $14, $15, $16, $17::jsonb, $18, $18
+    FROM (SELECT workflow_id, workflow_type, deployment_id, queue_name FROM workflow_registrations
+           WHERE project_id = $2::uuid AND workflow_id = $3 AND ($4::text IS NULL OR deployment_id = $4)
+           ORDER BY updated_at DESC LIMIT 1) r
+  RETURNING ${EXECUTION_FIELDS}`;
+
+/** Whether createRootRun can take a request: a root run that creates no queue. */
+export const isPlainRootRun = (r: RunRequest) => !r.parentExecutionId && !r.queueConcurrencyLimit;
+
+/**
+ * The hot path of `POST …/run`: the same row createExecutions would insert for a root run, in one
+ * statement; the caller enqueues `runDispatch` of it.
+ */
+export async function createRootRun(pool: pg.Pool, projectId: string, r: RunRequest): Promise<Execution> {
+  const id = randomUUID();
+  const now = new Date();
+  const json = (v: unknown) => (v === null || v === undefined ? null : JSON.stringify(v));
+  const { rows } = await pool.query<Execution>({
+    name: "spool_insert_root_run",
+    text: INSERT_ROOT_RUN,
+    values: [
+      id,
+      projectId,
+      r.workflowId,
+      r.deploymentId ?? null,
+      r.queueName ?? null,
+      JSON.stringify(r.input ?? {}),
+      r.concurrencyKey ?? null,
+      r.rootExecutionId ?? null,
+      r.stepKey ?? null,
+      r.waitForSubworkflow ?? false,
+      r.runTimeoutSeconds ?? null,
+      r.runTimeoutSeconds ? new Date(now.getTime() + r.runTimeoutSeconds * 1000) : null,
+      json(r.initialState),
+      r.sessionId ?? null,
+      r.userId ?? null,
+      r.otelTraceparent ?? null,
+      json(r.channelContext),
+      now,
+    ],
+  });
+  if (!rows[0]) {
+    throw notFound(
+      "workflow",
+      r.deploymentId ? `${r.workflowId}' in deployment '${r.deploymentId}` : r.workflowId,
+    );
+  }
+  return rows[0];
 }
 
 export const runDispatch = (e: Execution): DispatchRequest => ({

@@ -2,7 +2,6 @@ import type { Execution, Prisma, StepResult } from "@spool/db";
 import {
   decodeTimeCursor,
   type ExecutionStatus,
-  isTerminal,
   isUuid,
   notFound,
   timeCursorOf,
@@ -12,13 +11,21 @@ import type { EngineDeps } from "../deps.js";
 import type { DispatchRequest } from "../dispatch/dispatcher.js";
 import type { Events } from "../events/events.js";
 import { withIdempotency } from "../idempotency/idempotency.js";
+import { EXECUTION_FIELDS } from "../sql/rows.js";
 import type { SpanRow } from "../traces/span-rows.js";
 import { createdAfterField } from "../util/keyset.js";
 import { announceSettled } from "./after-finish.js";
 import { blockExecution } from "./block-execution.js";
 import { cancelExecution } from "./cancel-execution.js";
 import type { Claim } from "./claim.js";
-import { createExecutions, type NewQueue, type RunRequest } from "./create-executions.js";
+import {
+  createExecutions,
+  createRootRun,
+  isPlainRootRun,
+  type NewQueue,
+  type RunRequest,
+  runDispatch,
+} from "./create-executions.js";
 import { completeExecution, failExecution, releaseExecution } from "./finish-execution.js";
 import { FinishWatcher } from "./finish-watcher.js";
 import { fireTimer } from "./fire-timer.js";
@@ -46,6 +53,8 @@ export interface ListExecutionsFilter {
   createdBefore?: Date;
 }
 
+const GET_EXECUTION = `SELECT ${EXECUTION_FIELDS} FROM executions WHERE id = $1 AND project_id = $2`;
+
 const receipt = (e: Execution): RunReceipt => ({
   execution_id: e.id,
   workflow_id: e.workflowId,
@@ -68,8 +77,8 @@ export class Executions {
 
   /** The execution once it is terminal, or as it stands after `waitMs` (long-poll for `?wait=`). */
   async waitFor(projectId: string, executionId: string, waitMs: number) {
-    const first = await this.get(projectId, executionId);
-    if (isTerminal(first.status) || waitMs <= 0) return first;
+    if (waitMs <= 0) return this.get(projectId, executionId);
+    // The watcher's first read answers at once for a run already finished (or unknown: 404).
     return this.watcher.wait(() => this.get(projectId, executionId), executionId, waitMs);
   }
 
@@ -79,6 +88,12 @@ export class Executions {
 
   /** Starts one run. A repeated Idempotency-Key returns the first receipt and creates nothing. */
   async run(projectId: string, request: RunRequest, idempotencyKey?: string | null) {
+    // The hot path: a plain root run is one statement, then its job.
+    if (!idempotencyKey && isPlainRootRun(request) && !waitedChildrenOf([request], false)) {
+      const execution = await createRootRun(this.deps.pool, projectId, request);
+      await this.deps.dispatcher.dispatch([runDispatch(execution)]);
+      return { receipt: receipt(execution), replayed: false };
+    }
     const result = await withIdempotency(
       this.deps.prisma,
       { projectId, operation: `run:${request.workflowId}`, key: idempotencyKey, request },
@@ -142,7 +157,13 @@ export class Executions {
 
   async get(projectId: string, executionId: string): Promise<Execution & { suspendedData: unknown }> {
     const row = isUuid(executionId)
-      ? await this.deps.prisma.execution.findFirst({ where: { id: executionId, projectId } })
+      ? (
+          await this.deps.pool.query<Execution>({
+            name: "spool_get_execution",
+            text: GET_EXECUTION,
+            values: [executionId, projectId],
+          })
+        ).rows[0]
       : null;
     if (!row) throw notFound("execution", executionId);
     const suspendedData =

@@ -33,7 +33,13 @@ export class FinishWatcher {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const signal = this.nextSignal(executionId, Math.max(0, Math.min(RECHECK_MS, deadline - Date.now())));
-      const current = await read();
+      let current: T;
+      try {
+        current = await read();
+      } catch (err) {
+        signal.cancel();
+        throw err;
+      }
       if (done(current) || Date.now() >= deadline) {
         signal.cancel();
         return current;

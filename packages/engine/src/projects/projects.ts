@@ -10,7 +10,21 @@ const LAST_USED_RESOLUTION_MS = 60_000;
 
 const byCreated = (row: { createdAt: Date; id: string }) => timeCursorOf(row.createdAt, row.id);
 
+/**
+ * How long a key's lookup is trusted. Every request authenticates; a cache spares the hot path a
+ * query per request, and a revocation made through another API process takes effect within this
+ * (one made through this process at once).
+ */
+export const AUTH_CACHE_MS = 1000;
+/** Bound on cached keys (only keys that exist are cached, so strangers cannot fill it). */
+const AUTH_CACHE_MAX = 10_000;
+
 export class Projects {
+  private readonly authCache = new Map<
+    string,
+    { principal: Extract<Principal, { kind: "project" }>; until: number }
+  >();
+
   constructor(
     private readonly prisma: PrismaClient,
     private readonly adminKey: string | undefined,
@@ -65,12 +79,15 @@ export class Projects {
     return toPage(rows, page.limit, byCreated);
   }
 
-  /** Revocation is immediate: authenticate() reads revoked_at on every request. Idempotent. */
+  /** Revocation is immediate in this process, and within AUTH_CACHE_MS in every other. Idempotent. */
   async revokeApiKey(projectId: string, keyId: string): Promise<void> {
     const found = isUuid(keyId) && (await this.prisma.apiKey.findFirst({ where: { id: keyId, projectId } }));
     if (!found) throw notFound("api key", keyId);
     if (!found.revokedAt) {
       await this.prisma.apiKey.update({ where: { id: keyId }, data: { revokedAt: new Date() } });
+    }
+    for (const [hash, entry] of this.authCache) {
+      if (entry.principal.keyId === keyId) this.authCache.delete(hash);
     }
   }
 
@@ -79,12 +96,20 @@ export class Projects {
     if (this.adminKey && safeEqual(presented, this.adminKey)) return { kind: "admin" };
     if (!looksLikeApiKey(presented)) return null;
     const hash = hashApiKey(presented);
+    const cached = this.authCache.get(hash);
+    if (cached && cached.until > Date.now()) return cached.principal;
     const row = await this.prisma.apiKey.findUnique({ where: { keyHash: hash } });
     // The lookup is by hash; compare again in constant time so no code path branches on key bytes.
-    if (!row || !safeEqual(row.keyHash, hash) || row.revokedAt) return null;
+    if (!row || !safeEqual(row.keyHash, hash) || row.revokedAt) {
+      this.authCache.delete(hash);
+      return null;
+    }
     if (!row.lastUsedAt || Date.now() - row.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
       await this.prisma.apiKey.update({ where: { id: row.id }, data: { lastUsedAt: new Date() } });
     }
-    return { kind: "project", projectId: row.projectId, keyId: row.id };
+    const principal = { kind: "project" as const, projectId: row.projectId, keyId: row.id };
+    if (this.authCache.size >= AUTH_CACHE_MAX) this.authCache.clear();
+    this.authCache.set(hash, { principal, until: Date.now() + AUTH_CACHE_MS });
+    return principal;
   }
 }
