@@ -30,9 +30,9 @@ import { completeExecution, failExecution, releaseExecution } from "./finish-exe
 import { FinishWatcher } from "./finish-watcher.js";
 import { fireTimer } from "./fire-timer.js";
 import { handBackNotLoaded } from "./hand-back-not-loaded.js";
-import { loadJournal } from "./journal-store.js";
+import { type JournalRows, loadJournal } from "./journal-store.js";
 import { resumeExecution } from "./resume-execution.js";
-import { type JournalRows, startExecution } from "./start-execution.js";
+import { startExecution } from "./start-execution.js";
 import { startWaitedChildren, waitedChildrenOf } from "./start-waited-children.js";
 
 /** What a run request gets back: the contract's run response. */

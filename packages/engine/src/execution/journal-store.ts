@@ -8,7 +8,6 @@ import {
   type NewStepResult,
 } from "../runtime/journal.js";
 import type { Claim } from "./claim.js";
-import type { JournalRows } from "./start-execution.js";
 
 /**
  * The Postgres-backed journal of one execution, as seen by the worker that runs it: from the rows its
@@ -40,6 +39,12 @@ async function readJournal(prisma: PrismaClient, executionId: string): Promise<J
     prisma.wait.findMany({ where: { executionId, status: "pending" } }),
   ]);
   return { steps, waits };
+}
+
+/** A stored step and an open wait as the journal needs them (a job's start reads them with the run). */
+export interface JournalRows {
+  steps: StepRow[];
+  waits: { stepKey: string; seq: number; kind: string; wakeAt: Date | null }[];
 }
 
 interface StepRow {

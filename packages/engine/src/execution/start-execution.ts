@@ -1,20 +1,7 @@
 import type { Db, Execution, PrismaClient, pg } from "@spool/db";
 import { executionFields } from "../sql/rows.js";
+import type { JournalRows } from "./journal-store.js";
 import { rawTransition, transition } from "./transition.js";
-
-/** A stored step and an open wait as the journal needs them, read in the start's round trip. */
-export interface JournalRows {
-  steps: {
-    stepKey: string;
-    seq: number;
-    kind: string;
-    status: string;
-    output: unknown;
-    error: unknown;
-    attempts: number;
-  }[];
-  waits: { stepKey: string; seq: number; kind: string; wakeAt: Date | null }[];
-}
 
 /** What a job's start found: the run is now this worker's, the job is stale, or a live remote worker holds the run. */
 export type StartResult =

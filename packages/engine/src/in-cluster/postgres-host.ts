@@ -4,7 +4,7 @@ import { createRunStream } from "../agents/run-stream.js";
 import type { JobData } from "../dispatch/dispatcher.js";
 import type { Engine } from "../engine.js";
 import { type Claim, claimOf } from "../execution/claim.js";
-import type { JournalRows } from "../execution/start-execution.js";
+import type { JournalRows } from "../execution/journal-store.js";
 import type { RunHost } from "../runner/run-host.js";
 import { showRunningAfterDelay } from "../traces/running-span.js";
 import { createSpanWriter } from "../traces/span-writer.js";
