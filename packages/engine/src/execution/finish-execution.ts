@@ -30,7 +30,7 @@ const COMPLETE_WITHOUT_WAITS = `
      WHERE e.id = $1 AND e.status = ANY($6::text[]) AND e.dispatch_seq = $2 AND e.lease = $3
        AND NOT EXISTS (SELECT 1 FROM waits w WHERE w.execution_id = $1)
     RETURNING ${executionFields("e")}),
-  spans AS (${upsertSpansFromJson("$7")} WHERE EXISTS (SELECT 1 FROM done))
+  spans AS (${upsertSpansFromJson("$7", "EXISTS (SELECT 1 FROM done)")})
   SELECT * FROM done`;
 
 /**

@@ -99,8 +99,11 @@ export function spanRowsParam(rows: SpanRow[]): string {
   );
 }
 
-/** `INSERT … ON CONFLICT` of the spans in parameter `$n` (spanRowsParam), as Prisma's upsert writes them. */
-export const upsertSpansFromJson = (param: string) => `
+/**
+ * `INSERT … ON CONFLICT` of the spans in parameter `param` (spanRowsParam), as Prisma's upsert writes
+ * them, only when `condition` holds (e.g. the transition they belong to happened).
+ */
+export const upsertSpansFromJson = (param: string, condition = "true") => `
   INSERT INTO spans (span_id, trace_id, project_id, execution_id, parent_span_id, name, span_type,
                      workflow_id, status, attributes, input, output, error, started_at, ended_at)
   SELECT x.span_id, x.trace_id, x.project_id, x.execution_id, x.parent_span_id, x.name, x.span_type,
@@ -110,6 +113,7 @@ export const upsertSpansFromJson = (param: string) => `
          execution_id uuid, parent_span_id text, name text, span_type text, workflow_id text,
          status text, attributes jsonb, input jsonb, output jsonb, error jsonb,
          started_at timestamptz, ended_at timestamptz)
+   WHERE ${condition}
   ON CONFLICT (span_id) DO UPDATE SET trace_id = EXCLUDED.trace_id, project_id = EXCLUDED.project_id,
     execution_id = EXCLUDED.execution_id, parent_span_id = EXCLUDED.parent_span_id, name = EXCLUDED.name,
     span_type = EXCLUDED.span_type, workflow_id = EXCLUDED.workflow_id, status = EXCLUDED.status,
