@@ -48,6 +48,22 @@ describe("a remote worker with nothing but the API (createWorker, push protocol)
     ]);
   });
 
+  it("a run's trace holds its finished span and one span per step, with what each step returned", async () => {
+    const { execution_id } = await sys.client.run("r-three-steps", { n: 1 });
+    expect((await finished(execution_id)).status).toBe("completed");
+    const trace = await sys.client.request<{
+      status: string;
+      spans: { name: string; span_type: string; output: unknown; error: unknown; ended_at: string | null }[];
+    }>("GET", `/traces/${execution_id.replaceAll("-", "")}`);
+    expect(trace.status).toBe("completed");
+    expect(trace.spans.map((s) => [s.name, s.span_type, s.output, s.error, s.ended_at !== null])).toEqual([
+      ["r-three-steps", "workflow", { a: 2, b: 4, c: "n=1 -> 4" }, null, true],
+      ["add-one", "step", 2, null, true],
+      ["double", "step", 4, null, true],
+      ["describe", "step", "n=1 -> 4", null, true],
+    ]);
+  });
+
   it("sleeps 2 s on a durable timer, then goes on", async () => {
     const { execution_id } = await sys.client.run("r-sleeper", { ms: 2000 });
     await eventually(async () =>

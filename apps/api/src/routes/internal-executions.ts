@@ -1,7 +1,7 @@
 // The worker protocol's execution calls (spec/worker-protocol.md §3): what a remote worker reports
 // for a run Spool pushed to it. Each handler calls one engine verb under the caller's claim.
 import { createRoute, type z } from "@hono/zod-openapi";
-import type { NewWait, RemoteCaller } from "@spool/engine";
+import type { NewWait, RemoteCaller, StepRecord } from "@spool/engine";
 import {
   AcceptedResponse,
   CompleteBody,
@@ -18,6 +18,7 @@ import {
   SaveStepBody,
   SaveStepResponse,
   type SerializedError,
+  type StepSpanInput,
   StepSpansBody,
   WaitBody,
   WorkerCallHeaders,
@@ -168,6 +169,20 @@ function toNewWait(w: NonNullable<z.infer<typeof WaitBody>["waits"]>[number]): N
 
 const OK = { accepted: true } as const;
 
+/** A step span as a remote worker reports it, as the engine records it. */
+const toStepRecord = (s: z.infer<typeof StepSpanInput>): StepRecord => ({
+  stepKey: s.step_key,
+  kind: s.kind,
+  status: s.status,
+  attempts: s.attempts,
+  startedAt: new Date(s.started_at),
+  endedAt: new Date(s.ended_at),
+  input: s.input,
+  output: s.output,
+  error: s.error ?? undefined,
+  attributes: s.attributes ?? undefined,
+});
+
 export function registerInternalExecutions(app: App) {
   app.openapi(listSteps, async (c) => {
     const { execution_id } = c.req.valid("param");
@@ -225,7 +240,14 @@ export function registerInternalExecutions(app: App) {
   app.openapi(complete, async (c) => {
     const b = c.req.valid("json") ?? {};
     const id = c.req.valid("param").execution_id;
-    await c.var.engine.remote.complete(c.var.projectId, id, callerOf(c, b.worker_id), b.result ?? null);
+    const steps = (b.step_spans ?? []).map(toStepRecord);
+    await c.var.engine.remote.complete(
+      c.var.projectId,
+      id,
+      callerOf(c, b.worker_id),
+      b.result ?? null,
+      steps,
+    );
     return c.json(OK, 200);
   });
 
@@ -271,23 +293,11 @@ export function registerInternalExecutions(app: App) {
   });
 
   app.openapi(stepSpans, async (c) => {
-    const records = c.req.valid("json").steps.map((s) => ({
-      stepKey: s.step_key,
-      kind: s.kind,
-      status: s.status,
-      attempts: s.attempts,
-      startedAt: new Date(s.started_at),
-      endedAt: new Date(s.ended_at),
-      input: s.input,
-      output: s.output,
-      error: s.error ?? undefined,
-      attributes: s.attributes ?? undefined,
-    }));
     await c.var.engine.remote.recordStepSpans(
       c.var.projectId,
       c.req.valid("param").execution_id,
       callerOf(c),
-      records,
+      c.req.valid("json").steps.map(toStepRecord),
     );
     return c.json(OK, 200);
   });

@@ -17,11 +17,12 @@ import { rawTransition, transition } from "./transition.js";
 
 const COMPLETE = rawTransition(["running"], "completed");
 
-// Purpose: running → completed with the run's trace (its own span and the spans of the steps this
-// job ran), in one round trip. Only for a run without waits: anything parked, closed or answered
-// from outside takes completeExecution's transaction. Params: execution, dispatch seq, lease, result,
-// now, from-statuses, span rows (spanRowsParam). Locks: the execution row. Result: the completed row,
-// or none (not this claim's any more, or it has waits).
+// Purpose: running → completed with the run's trace (its own span and the spans of its steps), in
+// one round trip. Only for a run without waits whose every stored step is among the given spans:
+// anything parked or answered from outside, or a step whose span the caller lacks, takes
+// completeExecution's transaction. Params: execution, dispatch seq, lease, result, now,
+// from-statuses, span rows (spanRowsParam), the spans' step keys. Locks: the execution row. Result:
+// the completed row, or none (not this claim's any more, it has waits, or a step is not covered).
 const COMPLETE_WITHOUT_WAITS = `
   WITH done AS (
     UPDATE executions e
@@ -29,14 +30,15 @@ const COMPLETE_WITHOUT_WAITS = `
            error = NULL, updated_at = $5
      WHERE e.id = $1 AND e.status = ANY($6::text[]) AND e.dispatch_seq = $2 AND e.lease = $3
        AND NOT EXISTS (SELECT 1 FROM waits w WHERE w.execution_id = $1)
+       AND NOT EXISTS (SELECT 1 FROM step_results s WHERE s.execution_id = $1 AND s.step_key <> ALL($8::text[]))
     RETURNING ${executionFields("e")}),
   spans AS (${upsertSpansFromJson("$7", "EXISTS (SELECT 1 FROM done)")})
   SELECT * FROM done`;
 
 /**
- * The hot path of a run's end: the worker that ran every step of this run in this job (it replayed
- * none, so it holds every step's span) completes it in one statement. Null when that does not apply
- * (the run has waits, or is no longer this claim's): the caller takes completeExecution.
+ * The hot path of a run's end: a worker holding the spans of every stored step (it ran them all in
+ * this job) completes the run in one statement. Null when that does not apply (the run has waits, a
+ * step it did not run, or is no longer this claim's): the caller takes completeExecution.
  */
 async function completeWithoutWaits(
   deps: EngineDeps,
@@ -67,6 +69,7 @@ async function completeWithoutWaits(
       now,
       COMPLETE.from,
       spanRowsParam(spans),
+      args.steps.map((r) => r.stepKey),
     ],
   });
   const row = rows[0];
@@ -78,8 +81,8 @@ async function completeWithoutWaits(
 
 /**
  * running → completed. Null when the run was no longer this dispatch's (cancelled, handed back).
- * `fresh` is the worker's run when this job ran all of its steps (it replayed none) with the spans
- * of those steps not yet written: then a run without waits ends in one round trip, spans included.
+ * `fresh` is the worker's run as it started it, with the spans of the steps it ran not yet written:
+ * when they cover every stored step and the run has no waits, it ends in one round trip.
  */
 export async function completeExecution(
   deps: EngineDeps,

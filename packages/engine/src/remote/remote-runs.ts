@@ -6,6 +6,7 @@ import type { Executions } from "../execution/executions.js";
 import { eventCursorOf, storeStep } from "../execution/journal-store.js";
 import { nextSeq } from "../execution/next-seq.js";
 import { ExecutionAbortedError, type NewWait, type StepKind, type StepRecord } from "../runtime/journal.js";
+import { executionFields, STEP_RESULT_FIELDS } from "../sql/rows.js";
 import { type ProtocolWait, toNewWait } from "./protocol-waits.js";
 
 /** Who calls a worker route: the push worker it says it is, and (Spool's SDK) the push's claim. */
@@ -13,6 +14,21 @@ export interface RemoteCaller {
   workerId?: string | null;
   claim?: Claim | null;
 }
+
+/** The push worker a run is held by, as the worker routes check it. */
+type Holder = Pick<Worker, "id" | "mode" | "projectId" | "pushEndpointUrl">;
+
+// Purpose: a project's execution and the worker holding it, in one round trip (every worker call
+// starts with it). Params: execution, project. Locks: none. Result: the run with its holder as JSON.
+const IDENTIFY = `
+  SELECT ${executionFields("e")},
+    (SELECT json_build_object('id', w.id, 'mode', w.mode, 'projectId', w.project_id,
+              'pushEndpointUrl', w.push_endpoint_url)
+       FROM workers w WHERE w.id = e.worker_id) AS holder
+  FROM executions e WHERE e.id = $1 AND e.project_id = $2`;
+const REMOTE_STEPS = `SELECT ${STEP_RESULT_FIELDS} FROM step_results WHERE execution_id = $1 ORDER BY seq`;
+const REMOTE_WAITS = `SELECT step_key AS "stepKey", seq, kind, wake_at AS "wakeAt" FROM waits
+  WHERE execution_id = $1 AND status = 'pending'`;
 
 /** A claim no run holds: a write under it stores a completed result and is then refused. */
 const FENCED: Claim = { dispatchSeq: -1, lease: -1 };
@@ -38,10 +54,18 @@ export class RemoteRuns {
     const { execution, claim } = await this.identify(projectId, executionId, caller);
     if (!claim) throw notYours(execution);
     const [steps, waits] = await Promise.all([
-      this.deps.prisma.stepResult.findMany({ where: { executionId }, orderBy: { seq: "asc" } }),
-      this.deps.prisma.wait.findMany({ where: { executionId, status: "pending" } }),
+      this.deps.pool.query<StepResult>({
+        name: "spool_remote_steps",
+        text: REMOTE_STEPS,
+        values: [executionId],
+      }),
+      this.deps.pool.query<Pick<Wait, "stepKey" | "seq" | "kind" | "wakeAt">>({
+        name: "spool_remote_waits",
+        text: REMOTE_WAITS,
+        values: [executionId],
+      }),
     ]);
-    return { steps, waits };
+    return { steps: steps.rows, waits: waits.rows };
   }
 
   async step(projectId: string, executionId: string, caller: RemoteCaller, stepKey: string) {
@@ -103,9 +127,18 @@ export class RemoteRuns {
     return parked;
   }
 
-  async complete(projectId: string, executionId: string, caller: RemoteCaller, result: unknown) {
+  /** Completes the run; `steps` are the spans of steps the worker ran and has not reported yet. */
+  async complete(
+    projectId: string,
+    executionId: string,
+    caller: RemoteCaller,
+    result: unknown,
+    steps: StepRecord[] = [],
+  ) {
     const { execution, claim } = await this.identify(projectId, executionId, caller);
-    const done = await this.executions.complete(executionId, claim ?? FENCED, result);
+    // The one-statement completion when the worker's spans cover every stored step (it checks).
+    const fresh = claim ? { started: execution, steps } : undefined;
+    const done = await this.executions.complete(executionId, claim ?? FENCED, result, fresh);
     if (!done) throw notYours(execution);
     return done;
   }
@@ -195,13 +228,17 @@ export class RemoteRuns {
    * URL, after a re-registration) holds the run's current claim; Spool's SDK proves its exact claim.
    */
   private async identify(projectId: string, executionId: string, caller: RemoteCaller) {
-    const execution = isUuid(executionId)
-      ? await this.deps.prisma.execution.findFirst({ where: { id: executionId, projectId } })
-      : null;
-    if (!execution) throw notFound("execution", executionId);
-    const holder = execution.workerId
-      ? await this.deps.prisma.worker.findUnique({ where: { id: execution.workerId } })
-      : null;
+    const row = isUuid(executionId)
+      ? (
+          await this.deps.pool.query<Execution & { holder: Holder | null }>({
+            name: "spool_remote_identify",
+            text: IDENTIFY,
+            values: [executionId, projectId],
+          })
+        ).rows[0]
+      : undefined;
+    if (!row) throw notFound("execution", executionId);
+    const { holder, ...execution } = row;
     const running = execution.status === "running";
     if (running && holder?.mode === "queue") {
       throw conflict("this run is held by an in-cluster worker, not by a push worker");
@@ -221,7 +258,7 @@ export class RemoteRuns {
     return { execution, claim };
   }
 
-  private async isHolder(holder: Worker, workerId: string): Promise<boolean> {
+  private async isHolder(holder: Holder, workerId: string): Promise<boolean> {
     if (holder.id === workerId) return true;
     if (!isUuid(workerId) || !holder.pushEndpointUrl) return false;
     const sibling = await this.deps.prisma.worker.count({

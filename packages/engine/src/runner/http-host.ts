@@ -37,6 +37,20 @@ const toJournalStep = (s: WireStep): JournalStep => ({
 
 const isRefusal = (err: unknown) => err instanceof ProtocolError && err.status === 409;
 
+/** A step this worker ran, as the worker routes take its span. */
+const toStepSpan = (r: StepRecord) => ({
+  step_key: r.stepKey,
+  kind: r.kind,
+  status: r.status,
+  attempts: r.attempts,
+  started_at: r.startedAt.toISOString(),
+  ended_at: r.endedAt.toISOString(),
+  input: r.input,
+  output: r.output,
+  error: r.error ?? null,
+  attributes: r.attributes ?? null,
+});
+
 /**
  * The remote host of one pushed run: the worker reads and settles it through Spool's /internal
  * routes, every call fenced by the push's claim (X-Spool-Claim), so a worker whose run was
@@ -78,21 +92,7 @@ export function createHttpHost(o: {
   );
   const spans = createBatcher<StepRecord>(
     FLUSH_MS * 2,
-    (records) =>
-      call("POST", `${run}/step-spans`, {
-        steps: records.map((r) => ({
-          step_key: r.stepKey,
-          kind: r.kind,
-          status: r.status,
-          attempts: r.attempts,
-          started_at: r.startedAt.toISOString(),
-          ended_at: r.endedAt.toISOString(),
-          input: r.input,
-          output: r.output,
-          error: r.error ?? null,
-          attributes: r.attributes ?? null,
-        })),
-      }),
+    (records) => call("POST", `${run}/step-spans`, { steps: records.map(toStepSpan) }),
     (err) => o.onError(err, "span write failed"),
   );
   const flush = async () => {
@@ -158,8 +158,18 @@ export function createHttpHost(o: {
     recordStep: (record) => void spans.add(record),
     flush,
     async complete(result) {
-      await flush();
-      return settle("/complete", { result, worker_id: o.workerId() });
+      // The spans still buffered go with the completion: one call, and Spool writes them with it.
+      await stream.flush();
+      const { items, written } = await spans.take();
+      try {
+        return await settle("/complete", {
+          result,
+          worker_id: o.workerId(),
+          ...(items.length > 0 ? { step_spans: items.map(toStepSpan) } : {}),
+        });
+      } finally {
+        written();
+      }
     },
     async fail(error, retry) {
       await flush();

@@ -144,11 +144,33 @@ export const WaitBody = z
   })
   .openapi("WaitBody");
 
+/** Spool: a step a remote worker ran, for the run's trace (recorded exactly as an in-cluster worker's). */
+export const StepSpanInput = z
+  .object({
+    step_key: Text.min(1).max(500),
+    kind: z.enum(["run", "sleep", "event", "suspend", "invoke", "now", "uuid", "llm", "tool"]),
+    status: z.enum(["completed", "failed"]),
+    attempts: z.number().int().min(1).max(MAX_INT4),
+    started_at: Timestamp,
+    ended_at: Timestamp,
+    input: JsonValue.optional(),
+    output: JsonValue.optional(),
+    error: ExecutionError.nullish(),
+    attributes: JsonObject.nullish(),
+  })
+  .openapi("StepSpanInput");
+
 /** The worker the protocol's settle calls name (a uuid for a registered worker; anything else is no worker). */
 const CallerWorkerId = Text.max(100).nullish();
 
 export const CompleteBody = z
-  .object({ result: JsonValue.optional(), worker_id: CallerWorkerId, final_state: JsonValue.optional() })
+  .object({
+    result: JsonValue.optional(),
+    worker_id: CallerWorkerId,
+    final_state: JsonValue.optional(),
+    // Spool: the spans of the steps still unreported, written with the completion (no extra call).
+    step_spans: z.array(StepSpanInput).max(1000).optional(),
+  })
   .openapi("CompleteExecutionBody");
 
 export const FailBody = z
@@ -173,27 +195,9 @@ export const NotLoadedResponse = z
   .object({ outcome: z.enum(["handed_back", "failed"]) })
   .openapi("NotLoadedResponse");
 
-/** Spool: spans of steps a remote worker ran, recorded exactly as an in-cluster worker's. */
+/** Spool: spans of steps a remote worker ran. */
 export const StepSpansBody = z
-  .object({
-    steps: z
-      .array(
-        z.object({
-          step_key: Text.min(1).max(500),
-          kind: z.enum(["run", "sleep", "event", "suspend", "invoke", "now", "uuid", "llm", "tool"]),
-          status: z.enum(["completed", "failed"]),
-          attempts: z.number().int().min(1).max(MAX_INT4),
-          started_at: Timestamp,
-          ended_at: Timestamp,
-          input: JsonValue.optional(),
-          output: JsonValue.optional(),
-          error: ExecutionError.nullish(),
-          attributes: JsonObject.nullish(),
-        }),
-      )
-      .min(1)
-      .max(1000),
-  })
+  .object({ steps: z.array(StepSpanInput).min(1).max(1000) })
   .openapi("StepSpansBody");
 
 export const SessionMemoryBody = z
