@@ -16,7 +16,7 @@ export interface BenchResult {
     workingTreeDirty: boolean | null;
   };
   loadAverage: { before: number[]; after: number[] };
-  setup: { workers: number; workerConcurrency: number; services: string };
+  setup: { apis?: number; workers: number; workerConcurrency: number; services: string };
   floor: FloorResult;
   latency: LatencyResult;
   throughput: ThroughputResult;
@@ -52,7 +52,7 @@ export function renderMarkdown(r: BenchResult): string {
     `- Machine: ${m.cores} cores (${m.cpuModel ?? "unknown CPU"}), ${m.memoryGiB} GiB RAM, ${m.platform}, Node ${m.node}`,
     `- Commit: ${m.commit ?? "unknown"}${m.workingTreeDirty ? " (working tree had uncommitted changes)" : ""}; run at ${m.date}; took ${r.durationSec} s`,
     `- Load average (1/5/15 min) before: ${r.loadAverage.before.join(" / ")}, after: ${r.loadAverage.after.join(" / ")}`,
-    `- System: api, ${r.setup.workers} worker(s) at concurrency ${r.setup.workerConcurrency}, scheduler; ${r.setup.services}`,
+    `- System: ${r.setup.apis ?? 1} api(s), ${r.setup.workers} worker(s) at concurrency ${r.setup.workerConcurrency}, scheduler; ${r.setup.services}`,
     "",
   );
 

@@ -1,4 +1,4 @@
-// `npm run bench [-- --full | --smoke] [--out <dir>] [--workers N] [--concurrency N]
+// `npm run bench [-- --full | --smoke] [--out <dir>] [--apis N] [--workers N] [--concurrency N]
 //                  [--rates 50,100,… (runs/s)] [--window <seconds per rate>] [--no-fsync]`
 //
 // Starts the real system (system.ts), measures the floor (floor.ts) and Spool (scenarios.ts) on the
@@ -23,6 +23,7 @@ const { values: args } = parseArgs({
     smoke: { type: "boolean", default: false },
     out: { type: "string" },
     workers: { type: "string", default: "1" },
+    apis: { type: "string", default: "1" },
     concurrency: { type: "string", default: "10" },
     rates: { type: "string" },
     window: { type: "string" },
@@ -34,8 +35,10 @@ const { values: args } = parseArgs({
 
 const mode = args.smoke ? "smoke" : args.full ? "full" : "quick";
 const workers = Number(args.workers);
+const apis = Number(args.apis);
 const concurrency = Number(args.concurrency);
 if (!Number.isInteger(workers) || workers < 1 || workers > 16) throw new Error("--workers must be 1..16");
+if (!Number.isInteger(apis) || apis < 1 || apis > 8) throw new Error("--apis must be 1..8");
 if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1000)
   throw new Error("--concurrency must be 1..1000");
 
@@ -124,7 +127,7 @@ async function main() {
   const loadBefore = loadavg();
   log(`mode ${mode}; starting the system`);
   const durable = !args["no-fsync"];
-  const sys = await startSystem({ workers, workerConcurrency: concurrency, durable });
+  const sys = await startSystem({ apis, workers, workerConcurrency: concurrency, durable });
   log(`system up in ${Math.round(performance.now() - started)} ms`);
 
   log("floor: bare BullMQ round trips and bare Postgres inserts");
@@ -139,7 +142,7 @@ async function main() {
   const events = await eventsScenario(sys, plan.events);
   log(`push path: ${plan.push.runs} runs one at a time through a remote worker`);
   const push = await pushScenario(sys, { ...plan.push, concurrency });
-  for (const app of [sys.api, ...sys.workers, sys.remote, sys.scheduler]) {
+  for (const app of [...sys.apis, ...sys.workers, sys.remote, sys.scheduler]) {
     if (!app.alive) throw new Error(`${app.name} died during the benchmark\n${app.tail}`);
   }
 
@@ -151,6 +154,7 @@ async function main() {
       after: loadavg().map((x) => Math.round(x * 100) / 100),
     },
     setup: {
+      apis,
       workers,
       workerConcurrency: concurrency,
       services: sys.servicesStarted

@@ -36,13 +36,16 @@ function client(sys: BenchSystem) {
     "x-project-id": sys.projectId,
     "content-type": "application/json",
   };
+  // Requests go to the APIs in turn (one API: always the same).
+  let next = 0;
   return async <T>(
     method: string,
     path: string,
     body?: unknown,
     timeoutMs = 60_000,
   ): Promise<HttpResult<T>> => {
-    const res = await fetch(`${sys.apiUrl}/api/v1${path}`, {
+    const apiUrl = sys.apiUrls[next++ % sys.apiUrls.length];
+    const res = await fetch(`${apiUrl}/api/v1${path}`, {
       method,
       headers,
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
@@ -203,7 +206,10 @@ export async function throughputScenario(
   sub.on("message", (_c: string, id: string) => finishedAt.set(id, performance.now()));
   await sub.subscribe(SETTLED_CHANNEL);
 
-  const pids: Record<string, number> = { api: sys.api.pid };
+  const pids: Record<string, number> = {};
+  sys.apis.forEach((a, i) => {
+    pids[`api${sys.apis.length > 1 ? `-${i + 1}` : ""}`] = a.pid;
+  });
   sys.workers.forEach((w, i) => {
     pids[`worker${sys.workers.length > 1 ? `-${i + 1}` : ""}`] = w.pid;
   });
@@ -386,7 +392,7 @@ function cpuGroupsOf(sys: BenchSystem): Record<string, () => number[]> {
           .filter((p) => p.comm.startsWith(comm))
           .map((p) => p.pid);
   return {
-    api: () => [sys.api.pid],
+    api: () => sys.apis.map((a) => a.pid),
     workers: () => sys.workers.map((w) => w.pid),
     scheduler: () => [sys.scheduler.pid],
     postgres: services("postgres"),

@@ -109,6 +109,8 @@ export class App {
 }
 
 export interface SystemOptions {
+  /** API processes; clients spread their requests over them (the first one creates the project). */
+  apis: number;
   workers: number;
   workerConcurrency: number;
   /** Embedded Postgres fsyncs every commit (fsync=on, synchronous_commit=on), as production does. */
@@ -122,10 +124,14 @@ export interface BenchSystem {
   /** The scripts/services.mjs process (parent of postgres and redis-server), when we started it. */
   servicesPid: number | null;
   apiUrl: string;
+  /** Every API's base URL (apiUrl first). */
+  apiUrls: string[];
   projectId: string;
   apiKey: string;
   deploymentId: string;
   api: App;
+  /** Every API process (api first). */
+  apis: App[];
   workers: App[];
   /** A remote push worker (createWorker) serving bench-3-steps-remote. */
   remote: App;
@@ -213,6 +219,18 @@ export async function startSystem(o: SystemOptions): Promise<BenchSystem> {
     SPOOL_ADMIN_KEY: adminKey,
   });
   await apiApp.waitForMsg("api listening");
+  const more = await Promise.all(
+    Array.from({ length: o.apis - 1 }, async (_, i) => {
+      const p = await freePort();
+      const app = launch(`api-${i + 2}`, "apps/api/src/main.ts", {
+        PORT: String(p),
+        HOST: "127.0.0.1",
+        SPOOL_ADMIN_KEY: adminKey,
+      });
+      await app.waitForMsg("api listening");
+      return { app, url: `http://127.0.0.1:${p}` };
+    }),
+  );
 
   const admin = { authorization: `Bearer ${adminKey}` };
   const project = await api<{ id: string }>(apiUrl, "POST", "/projects", { name: "bench" }, admin);
@@ -262,6 +280,8 @@ export async function startSystem(o: SystemOptions): Promise<BenchSystem> {
     apiKey: key,
     deploymentId,
     api: apiApp,
+    apis: [apiApp, ...more.map((m) => m.app)],
+    apiUrls: [apiUrl, ...more.map((m) => m.url)],
     workers,
     remote,
     scheduler,
