@@ -5,7 +5,7 @@ import { Prisma, PrismaClient } from "./generated/prisma/client.js";
 export * from "./generated/prisma/client.js";
 export type { pg };
 
-export interface CreatePrismaOptions {
+export interface CreateDatabaseOptions {
   databaseUrl: string;
   /** Pool size per process; the default suits one api/worker/scheduler replica. */
   maxConnections?: number;
@@ -20,17 +20,12 @@ export interface Database {
   pool: pg.Pool;
 }
 
-export function createDatabase({ databaseUrl, maxConnections = 10 }: CreatePrismaOptions): Database {
+export function createDatabase({ databaseUrl, maxConnections = 10 }: CreateDatabaseOptions): Database {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: maxConnections });
   // An idle client losing its connection (Postgres restarted) must not crash the process; the pool
   // drops it and the next query opens a new one.
   pool.on("error", () => {});
   return { prisma: new PrismaClient({ adapter: new PrismaPg(pool) }), pool };
-}
-
-/** Prisma alone (tools and tests that need no raw SQL). */
-export function createPrisma(options: CreatePrismaOptions): PrismaClient {
-  return createDatabase(options).prisma;
 }
 
 /** The client or an interactive-transaction client: engine functions accept either. */
