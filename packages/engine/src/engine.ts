@@ -62,7 +62,7 @@ export class Engine {
     this.redis = options.redis;
     this.logger = options.logger;
     this.dispatcher = new Dispatcher({ redisUrl: options.redisUrl, logger: options.logger });
-    this.traces = new Traces(options.prisma, options.logger);
+    this.traces = new Traces(options.prisma, options.pool, options.logger);
     const deps: EngineDeps = {
       prisma: options.prisma,
       pool: options.pool,

@@ -67,7 +67,7 @@ export function createPostgresHost(
       };
       stream = createRunStream(engine.events, run, warn("stream publish failed"));
       spans = createSpanWriter(engine.traces, execution, warn("span write failed"));
-      runningSpan = showRunningAfterDelay(engine.traces, execution.id, warn("span sync failed"));
+      runningSpan = showRunningAfterDelay(engine.traces, execution, warn("span sync failed"));
       return {
         input: execution.input,
         execution: {

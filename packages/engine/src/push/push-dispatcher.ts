@@ -218,7 +218,7 @@ export class PushDispatcher {
    * cancelled or timed out, the worker is told to stop it.
    */
   private async hold(run: Execution, worker: WorkerRow): Promise<void> {
-    const runningSpan = showRunningAfterDelay(this.engine.traces, run.id, (err) =>
+    const runningSpan = showRunningAfterDelay(this.engine.traces, run, (err) =>
       this.o.logger.warn({ err: String(err), execution_id: run.id }, "span sync failed"),
     );
     try {

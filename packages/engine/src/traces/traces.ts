@@ -1,4 +1,4 @@
-import type { Db, Execution, PrismaClient } from "@spool/db";
+import type { Db, Execution, PrismaClient, pg } from "@spool/db";
 import type { Logger } from "@spool/shared";
 import { lockExecution } from "../execution/lock.js";
 import type { StepRecord } from "../runtime/journal.js";
@@ -8,9 +8,18 @@ import {
   ingestSpans,
   recordSteps,
   type SpanSink,
+  spanRowsParam,
   syncExecutionSpans,
+  upsertSpansFromJson,
 } from "./record-spans.js";
-import { ingestedRow, type SpanRow } from "./span-rows.js";
+import { executionSpan, ingestedRow, type SpanRow } from "./span-rows.js";
+
+// Purpose: the running run's own span, only while it still runs under the lease that started it.
+// Params: execution, lease, span rows. Locks: the execution row (the lock order of transitions:
+// execution, then its spans). Result: none.
+const SHOW_RUNNING = `
+  WITH held AS (SELECT id FROM executions WHERE id = $1 AND status = 'running' AND lease = $2 FOR UPDATE)
+  ${upsertSpansFromJson("$3", "EXISTS (SELECT 1 FROM held)")}`;
 
 /** A span as a remote worker sends it (the contract's IngestSpan). */
 export type IngestedSpan = Parameters<typeof ingestedRow>[1];
@@ -27,6 +36,7 @@ export class Traces {
 
   constructor(
     private readonly prisma: PrismaClient,
+    private readonly pool: pg.Pool,
     private readonly logger: Logger,
   ) {}
 
@@ -50,6 +60,21 @@ export class Traces {
       return execution ? syncExecutionSpans(tx, execution) : [];
     });
     this.export(rows);
+  }
+
+  /**
+   * The run's own span shows it running, as `started` (the row its start returned), while it still
+   * runs under that start. One statement: it locks the row first, like a transition, so it cannot
+   * overwrite the span a transition committing meanwhile writes.
+   */
+  async showRunning(started: Execution): Promise<void> {
+    const span = executionSpan(started);
+    await this.pool.query({
+      name: "spool_show_running",
+      text: SHOW_RUNNING,
+      values: [started.id, started.lease, spanRowsParam([span])],
+    });
+    this.export([span]);
   }
 
   /**
