@@ -35,6 +35,9 @@ describe("durable execution (real API, worker and scheduler processes)", () => {
       { input: { n: 1 } },
     );
     expect(finished).toMatchObject({ status: "completed", result: { a: 2, b: 4, c: "n=1 -> 4" } });
+    // The ?wait answer (from the finish announcement when it carries the row) is the run as stored.
+    const { execution_id: _id, ...waited } = finished;
+    expect(await sys.client.request("GET", `/executions/${finished.execution_id}`)).toEqual(waited);
 
     const res = await fetch(`${sys.apiUrl}/api/v1/workflows/sleeper/run?wait=0.3`, {
       method: "POST",
