@@ -203,8 +203,7 @@ export async function throughputScenario(
   sub.on("error", () => {});
   // Finish announcements, to know the backlog while sending without polling the API.
   const finishedAt = new Map<string, number>();
-  // The message is the run's id, then (for a small finished run) a newline and its row.
-  sub.on("message", (_c: string, m: string) => finishedAt.set(m.split("\n", 1)[0]!, performance.now()));
+  sub.on("message", (_c: string, id: string) => finishedAt.set(id, performance.now()));
   await sub.subscribe(SETTLED_CHANNEL);
 
   const pids: Record<string, number> = {};

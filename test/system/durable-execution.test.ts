@@ -35,7 +35,7 @@ describe("durable execution (real API, worker and scheduler processes)", () => {
       { input: { n: 1 } },
     );
     expect(finished).toMatchObject({ status: "completed", result: { a: 2, b: 4, c: "n=1 -> 4" } });
-    // The ?wait answer (from the finish announcement when it carries the row) is the run as stored.
+    // The ?wait answer is the run as stored.
     const { execution_id: _id, ...waited } = finished;
     expect(await sys.client.request("GET", `/executions/${finished.execution_id}`)).toEqual(waited);
 

@@ -79,14 +79,7 @@ export class Executions {
   async waitFor(projectId: string, executionId: string, waitMs: number) {
     if (waitMs <= 0) return this.get(projectId, executionId);
     // The watcher's first read answers at once for a run already finished (or unknown: 404).
-    return this.watcher.wait(
-      () => this.get(projectId, executionId),
-      executionId,
-      waitMs,
-      undefined,
-      // A finished run's announced row is the committed one; a finished run shows no suspended data.
-      (row) => (row.projectId === projectId ? { ...row, suspendedData: null } : undefined),
-    );
+    return this.watcher.wait(() => this.get(projectId, executionId), executionId, waitMs);
   }
 
   close(): void {

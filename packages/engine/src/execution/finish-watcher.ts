@@ -1,21 +1,20 @@
 import type { Execution } from "@spool/db";
 import { isTerminal } from "@spool/shared";
 import type { Redis } from "ioredis";
-import { readAnnouncement, SETTLED_CHANNEL } from "./after-finish.js";
+import { SETTLED_CHANNEL } from "./after-finish.js";
 
 /** Re-check interval while waiting, for announcements lost while Redis was away. */
 const RECHECK_MS = 2000;
 
 /**
  * Lets a caller wait for a run to settle without polling: one Redis subscription per process
- * (opened on first use) wakes the waiters of the announced run, who re-read it from Postgres unless
- * the announcement carries the finished row they wait for. A
+ * (opened on first use) wakes the waiters of the announced run, who re-read it from Postgres. A
  * `?wait=` request waits for a terminal status; a push dispatcher for the run to leave the worker
  * it pushed it to.
  */
 export class FinishWatcher {
   private subscriber: Redis | null = null;
-  private readonly waiters = new Map<string, Set<(row?: Execution) => void>>();
+  private readonly waiters = new Map<string, Set<() => void>>();
 
   constructor(private readonly redis: Redis) {}
 
@@ -29,8 +28,6 @@ export class FinishWatcher {
     executionId: string,
     timeoutMs: number,
     done: (current: T) => boolean = (current) => isTerminal(current.status),
-    /** The caller's view of a finished row an announcement carries (undefined: read it instead). */
-    fromAnnounced?: (row: Execution) => T | undefined,
   ): Promise<T> {
     this.subscribe();
     const deadline = Date.now() + timeoutMs;
@@ -47,19 +44,17 @@ export class FinishWatcher {
         signal.cancel();
         return current;
       }
-      const row = await signal.done;
-      const announced = row && fromAnnounced?.(row);
-      if (announced && done(announced)) return announced;
+      await signal.done;
     }
   }
 
-  private nextSignal(id: string, ms: number): { done: Promise<Execution | undefined>; cancel: () => void } {
-    let finish: (row?: Execution) => void = () => {};
-    const done = new Promise<Execution | undefined>((resolve) => {
+  private nextSignal(id: string, ms: number): { done: Promise<void>; cancel: () => void } {
+    let finish = () => {};
+    const done = new Promise<void>((resolve) => {
       const set = this.waiters.get(id) ?? new Set();
       this.waiters.set(id, set);
       let finished = false;
-      finish = (row?: Execution) => {
+      finish = () => {
         // Once: a wake-up and the caller's cancel may both call it. Only this waiter's own set is
         // dropped from the map (a newer waiter of the run may have made another).
         if (finished) return;
@@ -67,29 +62,20 @@ export class FinishWatcher {
         clearTimeout(timer);
         set.delete(finish);
         if (set.size === 0 && this.waiters.get(id) === set) this.waiters.delete(id);
-        resolve(row);
+        resolve();
       };
-      const timer = setTimeout(() => finish(), ms);
+      const timer = setTimeout(finish, ms);
       set.add(finish);
     });
-    return { done, cancel: () => finish() };
+    return { done, cancel: finish };
   }
 
   private subscribe(): void {
     if (this.subscriber) return;
     this.subscriber = this.redis.duplicate({ maxRetriesPerRequest: null });
     this.subscriber.on("error", () => {});
-    this.subscriber.on("message", (_channel: string, message: string) => {
-      const { id, row } = readAnnouncement(message);
-      const waiting = this.waiters.get(id);
-      if (!waiting) return;
-      let carried: Execution | undefined;
-      try {
-        carried = row();
-      } catch {
-        // Not a row we can read: the waiters read the run themselves.
-      }
-      for (const wake of [...waiting]) wake(carried);
+    this.subscriber.on("message", (_channel: string, id: string) => {
+      for (const wake of [...(this.waiters.get(id) ?? [])]) wake();
     });
     // Not awaited: with Redis away the subscription waits for it to return, and a waiter must not.
     // Until then waiters re-check on their own (RECHECK_MS).
