@@ -12,6 +12,7 @@ const config = loadConfig(
     DATABASE_URL: DatabaseUrl,
     REDIS_URL: RedisUrl,
     SPOOL_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).default(2000),
+    SPOOL_QUEUE_LIMITS_CHECK_MS: z.coerce.number().int().min(50).default(500),
     SPOOL_QUEUED_GRACE_MS: z.coerce.number().int().min(0).default(5000),
     SPOOL_TRIGGER_CHECK_INTERVAL_MS: z.coerce.number().int().min(20).default(200),
     SPOOL_SCHEDULE_CHECK_INTERVAL_MS: z.coerce.number().int().min(20).default(500),
@@ -39,6 +40,19 @@ const loops = [
     tick: async () => {
       const report = await engine.sweeps.runAll({ queuedGraceMs: config.SPOOL_QUEUED_GRACE_MS });
       if (Object.values(report).some((n) => n > 0)) logger.info(report, "swept");
+      // Runs a publish was to wake after answering, left by a process that stopped or was busy.
+      const woken = await engine.events.settleLeftovers();
+      if (woken) logger.info({ woken }, "woke runs of earlier publishes");
+    },
+  }),
+  // Queue limits lost with Redis's data (flush, restart) come back within this interval.
+  startLoop({
+    name: "queue-limits",
+    intervalMs: config.SPOOL_QUEUE_LIMITS_CHECK_MS,
+    logger,
+    tick: async () => {
+      const restored = await engine.sweeps.restoreQueueLimitsIfLost();
+      if (restored) logger.info({ queues: restored }, "queue limits were lost from Redis; applied again");
     },
   }),
   // Partial batches whose oldest event timed out, and full ones whose announcement was lost.

@@ -1,6 +1,6 @@
-import type { Event, Prisma, Wait } from "@spool/db";
+import type { Event, EventSettlement, Prisma, Wait } from "@spool/db";
 import { Prisma as P } from "@spool/db";
-import type { EngineDeps } from "../deps.js";
+import { type EngineDeps, TX_OPTIONS } from "../deps.js";
 import type { DispatchRequest } from "../dispatch/dispatcher.js";
 import { inLockOrder } from "../execution/lock.js";
 import { resolveWait } from "../execution/resolve-wait.js";
@@ -38,8 +38,20 @@ export const PUBLISH_CHANNEL = "spool:published";
 
 export type PublishListener = (projectId: string, topic: string, events: PublishedEvent[]) => void;
 
+/** Waiting runs a publish wakes inside its own transaction; with more, it wakes them after answering. */
+const INLINE_WAKE_MAX = 100;
+/** Waits settled per transaction when a publish's runs are woken after it answered. */
+const SETTLE_BATCH = 200;
+/** Topics one process settles at once (each holds a pooled connection throughout). */
+const MAX_SETTLERS = 2;
+// One settler per topic across processes: a session-level advisory lock keyed by project and topic
+// (the second key space keeps it apart from the migration lock).
+const TRY_TOPIC_LOCK = "SELECT pg_try_advisory_lock(hashtextextended($1, 7370130002)) AS ok";
+const TOPIC_UNLOCK = "SELECT pg_advisory_unlock(hashtextextended($1, 7370130002))";
+
 export class Events {
   private readonly listeners: PublishListener[] = [];
+  private settlers = 0;
 
   constructor(
     private readonly deps: EngineDeps & {
@@ -76,16 +88,115 @@ export class Events {
       async (tx) => {
         const rows = await appendEvents(tx, projectId, topic, events);
         await options.guard?.(tx);
-        const wakes = await settleWaits(tx, projectId, topic, rows, options.onlyExecutionId);
+        const later = !options.onlyExecutionId && (await settleLater(tx, projectId, topic, rows));
+        const wakes = later
+          ? []
+          : await wakeAnswered(tx, await pendingWaits(tx, projectId, topic, options), rows);
         const published = rows.map(toPublishedEvent);
-        return { status: 201, body: published, after: wakes };
+        return { status: 201, body: published, after: { wakes, later } };
       },
     );
     if (result.after) {
-      await this.deps.dispatcher.dispatch(result.after);
+      await this.deps.dispatcher.dispatch(result.after.wakes);
       await this.announce(projectId, topic, result.body);
+      if (result.after.later) this.settleSoon(projectId, topic);
     }
     return { events: result.body, replayed: result.replayed };
+  }
+
+  /**
+   * Wakes the runs a publish recorded for later (settleLater): its events' matching waits, a batch
+   * of waits per transaction, one settler per topic at a time (across processes: a session advisory
+   * lock) so each waiting run still takes the first event that answers it. Returns the runs woken.
+   */
+  async settleTopic(projectId: string, topic: string): Promise<number> {
+    let woken = 0;
+    for (;;) {
+      const client = await this.deps.pool.connect();
+      let locked = false;
+      let broken = false;
+      try {
+        const { rows } = await client.query<{ ok: boolean }>(TRY_TOPIC_LOCK, [`${projectId}/${topic}`]);
+        locked = rows[0]?.ok === true;
+        // Another settler has the topic: it goes on until the topic has no settlement left.
+        if (!locked) return woken;
+        for (;;) {
+          const next = await this.deps.prisma.eventSettlement.findFirst({
+            where: { projectId, topic },
+            orderBy: { id: "asc" },
+          });
+          if (!next) break;
+          woken += await this.settleRange(next);
+          await this.deps.prisma.eventSettlement.delete({ where: { id: next.id } });
+        }
+      } catch (err) {
+        broken = true;
+        throw err;
+      } finally {
+        if (locked) await client.query(TOPIC_UNLOCK, [`${projectId}/${topic}`]).catch(() => (broken = true));
+        // A connection whose unlock may not have run is closed: that drops its session lock.
+        client.release(broken);
+      }
+      // One recorded while the lock was being let go would otherwise wait for the sweep.
+      const more = await this.deps.prisma.eventSettlement.findFirst({
+        where: { projectId, topic },
+        select: { id: true },
+      });
+      if (!more) return woken;
+    }
+  }
+
+  /**
+   * Settles what crashed or busy processes left (the scheduler's sweep): every topic with a recorded
+   * settlement, a few topics at a time. Returns the runs woken.
+   */
+  async settleLeftovers(): Promise<number> {
+    const topics = await this.deps.prisma.eventSettlement.findMany({
+      distinct: ["projectId", "topic"],
+      select: { projectId: true, topic: true },
+      take: 100,
+    });
+    let woken = 0;
+    for (const t of topics) woken += await this.settleTopic(t.projectId, t.topic);
+    return woken;
+  }
+
+  /** Starts settling a topic in the background, unless this process already settles enough topics. */
+  private settleSoon(projectId: string, topic: string): void {
+    // Each settler holds a pooled connection for its whole run; the sweep takes what is left.
+    if (this.settlers >= MAX_SETTLERS) return;
+    this.settlers++;
+    void this.settleTopic(projectId, topic)
+      .catch((err) =>
+        this.deps.logger.warn(
+          { err: String(err), project_id: projectId, topic },
+          "settling a publish failed; the sweep retries",
+        ),
+      )
+      .finally(() => this.settlers--);
+  }
+
+  private async settleRange(settlement: EventSettlement): Promise<number> {
+    const { projectId, topic } = settlement;
+    const rows = await this.deps.prisma.event.findMany({
+      where: {
+        projectId,
+        topic,
+        sequenceId: { gte: settlement.firstSequence, lte: settlement.lastSequence },
+      },
+      orderBy: { sequenceId: "asc" },
+    });
+    let woken = 0;
+    for (let after: string | undefined; ; ) {
+      const batch = await this.deps.prisma.$transaction(async (tx) => {
+        const waits = await pendingWaits(tx, projectId, topic, { after, take: SETTLE_BATCH });
+        return { wakes: await wakeAnswered(tx, waits, rows), last: waits.at(-1)?.id, size: waits.length };
+      }, TX_OPTIONS);
+      await this.deps.dispatcher.dispatch(batch.wakes);
+      woken += batch.wakes.length;
+      if (batch.size < SETTLE_BATCH) return woken;
+      after = batch.last;
+    }
   }
 
   private async announce(projectId: string, topic: string, events: PublishedEvent[]) {
@@ -111,6 +222,16 @@ export class Events {
       select: { sequenceId: true },
     });
     return last ? Number(last.sequenceId) : 0;
+  }
+
+  /** The highest sequence of each of a project's topics (0 for an empty one), in one query. */
+  async latestSequences(projectId: string, topics: string[]): Promise<Map<string, number>> {
+    // Purpose: see above. Params: project, topics. Locks: none. Result: one row per topic.
+    const rows = await this.deps.prisma.$queryRaw<{ topic: string; last: bigint | null }[]>(P.sql`
+      SELECT t.topic, (SELECT max(e.sequence_id) FROM events e
+                        WHERE e.project_id = ${projectId}::uuid AND e.topic = t.topic) AS last
+        FROM unnest(${topics}::text[]) AS t(topic)`);
+    return new Map(rows.map((r) => [r.topic, r.last === null ? 0 : Number(r.last)]));
   }
 
   /** Events of a topic after a sequence, oldest first. */
@@ -205,29 +326,41 @@ const answers = (e: Pick<Event, "eventType" | "data">, wait: Pick<Wait, "eventTy
   (wait.eventType === null || e.eventType === wait.eventType) &&
   matchesFilter(e.data, wait.matchFilter ?? {});
 
-/**
- * Each pending wait on the topic takes the first new event its filter matches. Their runs
- * are locked (by resolveWait) in inLockOrder, as cancel locks them.
- */
-async function settleWaits(
+/** Pending waits on a topic that an event can answer, in id order (a page of them when asked). */
+function pendingWaits(
   tx: Prisma.TransactionClient,
   projectId: string,
   topic: string,
-  rows: Event[],
-  onlyExecutionId?: string,
-): Promise<DispatchRequest[]> {
-  const waits = await tx.wait.findMany({
+  o: { onlyExecutionId?: string; after?: string; take?: number } = {},
+): Promise<Wait[]> {
+  return tx.wait.findMany({
     where: {
       projectId,
       topic,
       kind: { in: ["event", "suspend"] },
       status: "pending",
-      ...(onlyExecutionId ? { executionId: onlyExecutionId } : {}),
+      ...(o.onlyExecutionId ? { executionId: o.onlyExecutionId } : {}),
+      ...(o.after ? { id: { gt: o.after } } : {}),
     },
+    orderBy: { id: "asc" },
+    ...(o.take ? { take: o.take } : {}),
   });
+}
+
+/**
+ * Each wait takes the first of the events (published after it began to wait) its filter matches.
+ * Their runs are locked (by resolveWait) in inLockOrder, as cancel locks them.
+ */
+async function wakeAnswered(
+  tx: Prisma.TransactionClient,
+  waits: Wait[],
+  rows: Event[],
+): Promise<DispatchRequest[]> {
   const ordered = [...rows].sort((a, b) => (a.sequenceId < b.sequenceId ? -1 : 1));
   const answered = waits.flatMap((wait) => {
-    const event = ordered.find((e) => answers(e, wait));
+    const event = ordered.find(
+      (e) => (wait.afterSequence === null || e.sequenceId > wait.afterSequence) && answers(e, wait),
+    );
     return event ? [{ wait, event }] : [];
   });
   const rank = new Map(
@@ -240,4 +373,29 @@ async function settleWaits(
     if (wake) wakes.push(wake);
   }
   return wakes;
+}
+
+/**
+ * Whether a publish wakes its waiting runs after it answers instead of in its own transaction: when
+ * more than INLINE_WAKE_MAX waits are pending on the topic (waking each takes milliseconds, under
+ * the project's publish lock), or earlier events of the topic are still being settled (a run must
+ * take the first event that answers it). If so, records the settlement, in the publish's
+ * transaction, so a crash cannot lose it.
+ */
+async function settleLater(tx: Prisma.TransactionClient, projectId: string, topic: string, rows: Event[]) {
+  if (rows.length === 0) return false;
+  const sequences = rows.map((r) => r.sequenceId);
+  const first = sequences.reduce((a, b) => (a < b ? a : b));
+  const last = sequences.reduce((a, b) => (a > b ? a : b));
+  // Purpose: see above. Params: project, topic, first and last sequence, INLINE_WAKE_MAX + 1.
+  // Locks: none beyond the publish's (the project row). Result: the settlement's id, or none.
+  const recorded = await tx.$queryRaw<{ id: bigint }[]>(P.sql`
+    INSERT INTO event_settlements (project_id, topic, first_sequence, last_sequence)
+    SELECT ${projectId}::uuid, ${topic}, ${first}, ${last}
+     WHERE (SELECT count(*) FROM (SELECT 1 FROM waits
+             WHERE project_id = ${projectId}::uuid AND topic = ${topic} AND status = 'pending'
+               AND kind IN ('event', 'suspend') LIMIT ${INLINE_WAKE_MAX + 1}) w) > ${INLINE_WAKE_MAX}
+        OR EXISTS (SELECT 1 FROM event_settlements WHERE project_id = ${projectId}::uuid AND topic = ${topic})
+    RETURNING id`);
+  return recorded.length > 0;
 }
