@@ -15,6 +15,12 @@ export interface EngineDeps {
   redis: Redis;
   /** Transitions write the execution's spans in their own transaction (see traces/record-spans.ts). */
   traces: Traces;
+  limits: EngineLimits;
+}
+
+/** Caps on what one project may hold (from the processes' configuration). */
+export interface EngineLimits {
+  maxQueuesPerProject: number;
 }
 
 /** Interactive transactions here are short, but wait behind row locks under load. */

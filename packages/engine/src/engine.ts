@@ -1,11 +1,12 @@
 import type { PrismaClient, pg } from "@spool/db";
 import type { DependencyStatus, Logger } from "@spool/shared";
 import type { Redis } from "ioredis";
-import type { EngineDeps } from "./deps.js";
+import type { EngineDeps, EngineLimits } from "./deps.js";
 import { Dispatcher } from "./dispatch/dispatcher.js";
 import { Events } from "./events/events.js";
 import { Executions } from "./execution/executions.js";
 import { Projects } from "./projects/projects.js";
+import { DEFAULT_MAX_QUEUES_PER_PROJECT } from "./registry/queue-cap.js";
 import { Registry } from "./registry/registry.js";
 import { RemoteRuns } from "./remote/remote-runs.js";
 import { SessionMemories } from "./remote/session-memory.js";
@@ -28,6 +29,7 @@ export interface EngineOptions {
   heartbeatIntervalSeconds?: number;
   /** The scheduler's notion of now (injectable so tests can run hours of cron in seconds). */
   clock?: () => Date;
+  limits?: Partial<EngineLimits>;
 }
 
 /** A dependency's health: the kind of failure only (the driver's message is logged, not returned). */
@@ -70,9 +72,10 @@ export class Engine {
       logger: options.logger,
       redis: options.redis,
       traces: this.traces,
+      limits: { maxQueuesPerProject: options.limits?.maxQueuesPerProject ?? DEFAULT_MAX_QUEUES_PER_PROJECT },
     };
     this.projects = new Projects(options.prisma, options.adminKey);
-    this.registry = new Registry(options.prisma, this.dispatcher);
+    this.registry = new Registry(options.prisma, this.dispatcher, deps.limits);
     this.workers = new Workers(options.prisma, options.heartbeatIntervalSeconds ?? 10);
     this.events = new Events(deps);
     this.executions = new Executions(deps, this.events);

@@ -12,6 +12,7 @@ export { createPostgresHost, type PostgresRunHost } from "./in-cluster/postgres-
 export { generateApiKey, hashApiKey } from "./projects/api-keys.js";
 export type { Principal } from "./projects/projects.js";
 export { PushDispatcher, type PushDispatcherOptions } from "./push/push-dispatcher.js";
+export { DEFAULT_MAX_QUEUES_PER_PROJECT } from "./registry/queue-cap.js";
 export type { AgentInput, ToolInput, WorkflowRegistrationInput, WorkflowType } from "./registry/registry.js";
 export type { ProtocolWait } from "./remote/protocol-waits.js";
 export type { RemoteCaller } from "./remote/remote-runs.js";
@@ -34,4 +35,5 @@ export { spanIdOf } from "./traces/span-ids.js";
 export { createSpanWriter } from "./traces/span-writer.js";
 export type { SpanRow, SpanSink, TraceFilter } from "./traces/traces.js";
 export type { RegisterTriggerInput } from "./triggers/triggers.js";
+export { isDependencyUnavailable } from "./util/unavailable.js";
 export type { RegisterWorkerInput, WorkerCapabilities, WorkerMode, WorkerStatus } from "./workers/workers.js";

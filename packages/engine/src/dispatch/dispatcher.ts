@@ -1,5 +1,6 @@
 import type { Logger } from "@spool/shared";
-import { type Job, Queue, type QueueOptions } from "bullmq";
+import { type ConnectionOptions, type Job, Queue } from "bullmq";
+import { Redis } from "ioredis";
 
 /** What a BullMQ job asks a worker to do. Postgres decides whether it is still current. */
 export type JobData =
@@ -32,49 +33,85 @@ export const BULL_PREFIX = "spool";
 export interface DispatcherOptions {
   redisUrl: string;
   logger: Logger;
-  /** Bound on one enqueue: when Redis is down the run stays queued in Postgres and the sweep retries. */
+  /** Bound on one enqueue or limit change: when Redis is down Postgres keeps the intent and the sweep retries. */
   enqueueTimeoutMs?: number;
+  /** BullMQ Queue objects kept open at once (least recently used closed first); they share one connection. */
+  maxOpenQueues?: number;
+}
+
+/** Connection options for a Redis URL, TLS included for `rediss://`. */
+export function redisOptionsOf(redisUrl: string) {
+  const url = new URL(redisUrl);
+  return {
+    host: url.hostname,
+    port: Number(url.port || 6379),
+    ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
+    ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
+    ...(url.pathname.length > 1 ? { db: Number(url.pathname.slice(1)) } : {}),
+    ...(url.protocol === "rediss:" ? { tls: { servername: url.hostname } } : {}),
+  };
 }
 
 /**
  * Producer side of dispatch. Postgres is the source of truth: every enqueue happens after the
  * commit that made it necessary, and a failed enqueue is only logged — the scheduler's sweep
  * re-enqueues queued executions that have no job.
+ *
+ * Every queue's producer shares one Redis connection, and only the most recently used queues stay
+ * open: clients choose queue names, so the number of queues must never decide how many connections
+ * a process holds.
  */
 export class Dispatcher {
+  /** Open queues, least recently used first (a Map keeps insertion order; a use re-inserts). */
   private readonly queues = new Map<string, Queue>();
-  private readonly connection: QueueOptions["connection"];
+  private producer: Redis | null = null;
+  private readonly options: DispatcherOptions;
   private readonly enqueueTimeoutMs: number;
+  private readonly maxOpenQueues: number;
 
-  constructor(private readonly options: DispatcherOptions) {
-    const url = new URL(options.redisUrl);
-    this.connection = {
-      host: url.hostname,
-      port: Number(url.port || 6379),
-      ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
-      ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
-      ...(url.pathname.length > 1 ? { db: Number(url.pathname.slice(1)) } : {}),
-      // Producers fail fast instead of buffering while Redis is away; Postgres keeps the intent.
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 1,
-    };
+  constructor(options: DispatcherOptions) {
+    this.options = options;
     this.enqueueTimeoutMs = options.enqueueTimeoutMs ?? 2000;
+    this.maxOpenQueues = options.maxOpenQueues ?? 256;
   }
 
   /** Connection options for BullMQ Workers consuming these queues (they must wait for Redis). */
-  workerConnection(): QueueOptions["connection"] {
-    return { ...this.connection, enableOfflineQueue: true, maxRetriesPerRequest: null };
+  workerConnection(): ConnectionOptions {
+    return { ...redisOptionsOf(this.options.redisUrl), enableOfflineQueue: true, maxRetriesPerRequest: null };
+  }
+
+  private producerConnection(): Redis {
+    if (!this.producer) {
+      this.producer = new Redis({
+        ...redisOptionsOf(this.options.redisUrl),
+        // Producers fail fast instead of buffering while Redis is away; Postgres keeps the intent.
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 1,
+      });
+      this.producer.on("error", (err) =>
+        this.options.logger.debug({ err: err.message }, "dispatch connection error"),
+      );
+    }
+    return this.producer;
   }
 
   queue(projectId: string, queueName: string): Queue {
     const name = bullQueueName(projectId, queueName);
     let queue = this.queues.get(name);
-    if (!queue) {
-      queue = new Queue(name, { connection: this.connection, prefix: BULL_PREFIX });
+    if (queue) {
+      this.queues.delete(name);
+    } else {
+      // Given a connection instance, BullMQ shares it: closing the queue leaves it open.
+      queue = new Queue(name, { connection: this.producerConnection(), prefix: BULL_PREFIX });
       queue.on("error", (err) =>
         this.options.logger.debug({ err: err.message, queue: name }, "queue connection error"),
       );
-      this.queues.set(name, queue);
+    }
+    this.queues.set(name, queue);
+    for (const [oldest, idle] of this.queues) {
+      if (this.queues.size <= this.maxOpenQueues) break;
+      this.queues.delete(oldest);
+      void idle.close().catch(() => {});
     }
     return queue;
   }
@@ -108,15 +145,20 @@ export class Dispatcher {
       attempts: 5,
       backoff: { type: "exponential", delay: 1000 },
     });
+    return this.bounded(adding, "enqueue");
+  }
+
+  /** `work`, or an error once enqueueTimeoutMs has passed (BullMQ waits for Redis indefinitely). */
+  private async bounded<T>(work: Promise<T>, what: string): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(new Error(`enqueue timed out after ${this.enqueueTimeoutMs} ms`)),
+        () => reject(new Error(`${what} timed out after ${this.enqueueTimeoutMs} ms`)),
         this.enqueueTimeoutMs,
       );
     });
     try {
-      return await Promise.race([adding, timeout]);
+      return await Promise.race([work, timeout]);
     } finally {
       clearTimeout(timer);
     }
@@ -127,15 +169,32 @@ export class Dispatcher {
     return this.queue(projectId, queueName).getJobState(jobId);
   }
 
-  /** Applies a queue's concurrency limit across all workers (BullMQ global concurrency). */
-  async setConcurrency(projectId: string, queueName: string, limit: number | null): Promise<void> {
+  /**
+   * Applies a queue's concurrency limit across all workers (BullMQ global concurrency). Never
+   * throws: with Redis away the limit is logged as not applied and the scheduler applies it later
+   * (Postgres keeps it). Returns whether it was applied.
+   */
+  async setConcurrency(projectId: string, queueName: string, limit: number | null): Promise<boolean> {
     const queue = this.queue(projectId, queueName);
-    if (limit === null) await queue.removeGlobalConcurrency();
-    else await queue.setGlobalConcurrency(limit);
+    try {
+      await this.bounded(
+        limit === null ? queue.removeGlobalConcurrency() : queue.setGlobalConcurrency(limit),
+        "setting a queue limit",
+      );
+      return true;
+    } catch (err) {
+      this.options.logger.warn(
+        { err: String(err), queue: queueName },
+        "queue limit not applied yet; the scheduler applies it once Redis answers",
+      );
+      return false;
+    }
   }
 
   async close(): Promise<void> {
     await Promise.allSettled([...this.queues.values()].map((q) => q.close()));
     this.queues.clear();
+    this.producer?.disconnect();
+    this.producer = null;
   }
 }

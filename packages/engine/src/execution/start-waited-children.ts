@@ -66,7 +66,12 @@ export async function startWaitedChildren(
       status: parent.status,
     });
   }
-  const { executions, dispatch, queues } = await createExecutions(tx, projectId, requests);
+  const { executions, dispatch, queues } = await createExecutions(
+    tx,
+    projectId,
+    requests,
+    deps.limits.maxQueuesPerProject,
+  );
   const ids = executions.map((e) => e.id);
   await tx.wait.create({
     data: {

@@ -1,6 +1,6 @@
 import { Prisma } from "@spool/db";
 import type { EngineDeps } from "../deps.js";
-import { runJobId } from "../dispatch/dispatcher.js";
+import { BULL_PREFIX, runJobId } from "../dispatch/dispatcher.js";
 import { claimOf } from "../execution/claim.js";
 import { runDispatch } from "../execution/create-executions.js";
 import { failExecution, releaseExecution } from "../execution/finish-execution.js";
@@ -8,6 +8,9 @@ import { fireTimer } from "../execution/fire-timer.js";
 import { notifyParent } from "../execution/notify-parent.js";
 import { NON_TERMINAL } from "../execution/statuses.js";
 import { MISSED_HEARTBEATS_BEFORE_OFFLINE } from "../workers/workers.js";
+
+/** Set in Redis together with the queue limits: its absence means Redis lost them. */
+const QUEUE_LIMITS_MARKER = `${BULL_PREFIX}:queue-limits-applied`;
 
 export interface SweepOptions {
   /** A queued row this old with no job is re-enqueued (a live job is untouched: same job id). */
@@ -66,10 +69,13 @@ export class Sweeps {
   /**
    * Copies every queue's concurrency limit from Postgres into BullMQ. A restarted or flushed Redis
    * forgets them, and an unlimited queue would then run as many jobs as there are worker slots.
-   * Cheap and idempotent, but there is no need to do it on every sweep.
+   * Cheap and idempotent, but there is no need to do it on every sweep (restoreQueueLimitsIfLost
+   * notices a lost Redis much sooner).
    */
   async applyQueueLimits({ queueLimitsEveryMs = 30_000 }: SweepOptions = {}): Promise<number> {
     if (Date.now() - this.queueLimitsAppliedAt < queueLimitsEveryMs) return 0;
+    // The marker first: a flush after it (even mid-way through the limits) removes it too.
+    await this.deps.redis.set(QUEUE_LIMITS_MARKER, new Date().toISOString());
     const queues = await this.deps.prisma.queue.findMany({
       select: { projectId: true, name: true, concurrencyLimit: true },
     });
@@ -77,6 +83,22 @@ export class Sweeps {
       await this.deps.dispatcher.setConcurrency(q.projectId, q.name, q.concurrencyLimit);
     this.queueLimitsAppliedAt = Date.now();
     return queues.length;
+  }
+
+  /**
+   * Applies the queue limits at once when Redis lost them (flushed, or restarted without its data):
+   * the marker applyQueueLimits sets with them is gone. One EXISTS, so it can run every few hundred
+   * milliseconds. Returns how many limits it applied (0 when none were lost, or Redis is away).
+   */
+  async restoreQueueLimitsIfLost(): Promise<number> {
+    try {
+      if (await this.deps.redis.exists(QUEUE_LIMITS_MARKER)) return 0;
+      return await this.applyQueueLimits({ queueLimitsEveryMs: 0 });
+    } catch (err) {
+      // Redis away: nothing to restore into; the next check after it returns does it.
+      this.deps.logger.debug({ err: String(err) }, "queue limits not checked");
+      return 0;
+    }
   }
 
   /** Queued executions whose BullMQ job may be gone: enqueue again under the same job id. */
