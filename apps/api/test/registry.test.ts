@@ -239,3 +239,31 @@ describe("agents and tools", () => {
     });
   });
 });
+
+describe("workers of one deployment starting together", () => {
+  it("all register the deployment, its workflows and queues, and themselves, without an error", async () => {
+    // Rounds of fresh projects: each round's first inserts race (a 500 from a unique violation before).
+    for (let round = 0; round < 10; round++) {
+      const p = await api.createProject();
+      const post = async (path: string, json: unknown) =>
+        (await api.request(path, { method: "POST", json, key: p.key, projectId: p.projectId })).status;
+      const startWorker = async () => [
+        await post("/api/v1/workers/deployments", { deployment_id: "d1" }),
+        await post("/api/v1/workers/deployments/d1/workflows", {
+          workflows: [
+            { workflow_id: "a", queue_name: "default" },
+            { workflow_id: "b", queue_name: "limited" },
+          ],
+        }),
+        await post("/api/v1/workers/queues", {
+          deployment_id: "d1",
+          queues: [{ name: "default" }, { name: "limited", concurrency_limit: 2 }],
+        }),
+        // A worker registering itself creates its deployment when it has none yet.
+        await post("/api/v1/workers/register", { deployment_id: "d2", mode: "queue" }),
+      ];
+      const statuses = (await Promise.all(Array.from({ length: 4 }, startWorker))).flat();
+      expect(statuses.filter((s) => s !== 200 && s !== 201)).toEqual([]);
+    }
+  });
+});

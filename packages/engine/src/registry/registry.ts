@@ -10,7 +10,9 @@ import {
   type WorkflowRegistration,
 } from "@spool/db";
 import { badRequest, decodeCursor, notFound, toPage } from "@spool/shared";
+import type { EngineLimits } from "../deps.js";
 import type { Dispatcher } from "../dispatch/dispatcher.js";
+import { assertRoomForQueues } from "./queue-cap.js";
 
 export type WorkflowType = "workflow" | "agent" | "tool";
 
@@ -58,6 +60,7 @@ export class Registry {
   constructor(
     private readonly prisma: PrismaClient,
     private readonly dispatcher: Dispatcher,
+    private readonly limits: EngineLimits,
   ) {}
 
   registerDeployment(projectId: string, deploymentId: string): Promise<Deployment> {
@@ -165,12 +168,23 @@ export class Registry {
     queues: { name: string; concurrencyLimit?: number | null }[],
   ): Promise<Queue[]> {
     await this.resolveDeployment(projectId, deploymentId);
+    await assertRoomForQueues(
+      this.prisma,
+      projectId,
+      queues.map((q) => q.name),
+      this.limits.maxQueuesPerProject,
+    );
     const rows = await this.prisma.$transaction(
       queues.map((q) =>
         this.prisma.queue.upsert({
           where: { projectId_name: { projectId, name: q.name } },
           create: { projectId, name: q.name, concurrencyLimit: q.concurrencyLimit ?? null },
-          update: q.concurrencyLimit === undefined ? {} : { concurrencyLimit: q.concurrencyLimit },
+          // Never an empty update: Prisma turns that into a read then an insert, which races with
+          // another worker registering the same queue (unique violation); this is one INSERT … ON CONFLICT.
+          update:
+            q.concurrencyLimit === undefined
+              ? { updatedAt: new Date() }
+              : { concurrencyLimit: q.concurrencyLimit },
         }),
       ),
     );

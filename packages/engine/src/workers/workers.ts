@@ -123,10 +123,11 @@ export class Workers {
     if (input.mode === "push" && !input.pushEndpointUrl) {
       throw badRequest("a push worker needs push_endpoint_url: Spool sends its runs there");
     }
-    await this.prisma.deployment.upsert({
-      where: { projectId_deploymentId: { projectId, deploymentId: input.deploymentId } },
-      create: { projectId, deploymentId: input.deploymentId, status: "active" },
-      update: {},
+    // INSERT … ON CONFLICT DO NOTHING: workers of one deployment start together, and an upsert
+    // that changes nothing is a read then an insert in Prisma, which races into a unique violation.
+    await this.prisma.deployment.createMany({
+      data: [{ projectId, deploymentId: input.deploymentId, status: "active" }],
+      skipDuplicates: true,
     });
     const push = input.mode === "push";
     return this.prisma.worker.create({
