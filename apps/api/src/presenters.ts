@@ -13,7 +13,7 @@ import type {
   WorkflowRegistration,
 } from "@spool/db";
 import type { OverlapPolicy, WorkerMode, WorkerStatus, WorkflowType } from "@spool/engine";
-import type { ExecutionStatus, SerializedError } from "@spool/shared";
+import type { ExecutionStatus, KeyScope, SerializedError } from "@spool/shared";
 
 const iso = (d: Date) => d.toISOString();
 const isoOrNull = (d: Date | null) => (d ? d.toISOString() : null);
@@ -31,6 +31,7 @@ export const presentProject = (p: Project) => ({
 export const presentApiKey = (k: ApiKey) => ({
   id: k.id,
   name: k.name,
+  scope: (k.scope as KeyScope | null) ?? null,
   last_four: k.lastFour,
   created_at: iso(k.createdAt),
   last_used_at: isoOrNull(k.lastUsedAt),

@@ -97,11 +97,21 @@ describe("projects", () => {
 
 describe("api keys", () => {
   it("are shown once, listed without the secret, and stop working at once when revoked", async () => {
-    const { projectId, key: firstKey } = await api.createProject();
+    const { projectId } = await api.createProject();
+    // A key of scope admin manages its own project's keys.
+    const ops = (await (
+      await api.request(`/api/v1/projects/${projectId}/api-keys`, {
+        method: "POST",
+        key: admin,
+        json: { name: "ops", scope: "admin" },
+      })
+    ).json()) as { key: string; scope: string };
+    expect(ops.scope).toBe("admin");
+    const firstKey = ops.key;
     const created = await api.request(`/api/v1/projects/${projectId}/api-keys`, {
       method: "POST",
-      key: firstKey, // a project key may manage its own project's keys
-      json: { name: "ci" },
+      key: firstKey,
+      json: { name: "ci", scope: "admin" },
     });
     expect(created.status).toBe(201);
     const k = (await created.json()) as { id: string; key: string; last_four: string; name: string };
@@ -114,10 +124,10 @@ describe("api keys", () => {
 
     const listed = await api.request(`/api/v1/projects/${projectId}/api-keys`, { key: k.key });
     const body = (await listed.json()) as { api_keys: Record<string, unknown>[] };
-    expect(body.api_keys).toHaveLength(2);
+    expect(body.api_keys).toHaveLength(3);
     expect(JSON.stringify(body)).not.toContain(k.key);
     const ci = body.api_keys.find((x) => x.id === k.id)!;
-    expect(ci).toMatchObject({ name: "ci", last_four: k.last_four, revoked_at: null });
+    expect(ci).toMatchObject({ name: "ci", scope: "admin", last_four: k.last_four, revoked_at: null });
     expect(ci.last_used_at).not.toBeNull(); // it was just used to list
 
     const del = await api.request(`/api/v1/projects/${projectId}/api-keys/${k.id}`, {
@@ -152,7 +162,7 @@ describe("api keys", () => {
       "NOT_FOUND",
     );
     await expectError(
-      await api.request(`/api/v1/projects/${a.projectId}/api-keys/garbage`, { method: "DELETE", key: a.key }),
+      await api.request(`/api/v1/projects/${a.projectId}/api-keys/garbage`, { method: "DELETE", key: admin }),
       404,
       "NOT_FOUND",
     );

@@ -4,6 +4,7 @@ import type { Context } from "hono";
 import { getCookie } from "hono/cookie";
 import { createMiddleware } from "hono/factory";
 import type { ApiEnv } from "../context.js";
+import { scopeAllows } from "./scopes.js";
 
 export const AUTH_COOKIE = "service_auth";
 
@@ -33,6 +34,10 @@ export const requireProject = createMiddleware<ApiEnv>(async (c, next) => {
   const projectId = headerProjectId((n) => c.req.header(n))?.trim();
   if (!projectId) throw badRequest("missing X-Project-ID header");
   await assertProjectAccess(c.var.principal, projectId, (id) => c.var.engine.projects.exists(id));
+  const principal = c.var.principal;
+  if (principal.kind === "project" && !scopeAllows(principal.scope, c.req.method, c.req.path)) {
+    throw forbidden(`a key with scope '${principal.scope}' may not call ${c.req.method} ${c.req.path}`);
+  }
   c.set("projectId", projectId);
   await next();
 });
@@ -62,6 +67,13 @@ export const checkOptionalProjectHeader = createMiddleware<ApiEnv>(async (c, nex
 
 export const requireAdmin = (principal: Principal): void => {
   if (principal.kind !== "admin") throw forbidden("this operation needs the admin key");
+};
+
+/** Keys are managed with the admin key or a key of scope `admin` (a leaked key must not outlive its revocation). */
+export const requireKeyManager = (principal: Principal): void => {
+  if (principal.kind === "project" && principal.scope !== "admin") {
+    throw forbidden("managing API keys needs the admin key or a key with scope 'admin'");
+  }
 };
 
 /** assertProjectAccess for a request's own principal. */

@@ -12,7 +12,7 @@ import {
 } from "@spool/shared";
 import type { App } from "../context.js";
 import { errorResponses } from "../errors.js";
-import { checkProjectAccess, requireAdmin } from "../middleware/auth.js";
+import { checkProjectAccess, requireAdmin, requireKeyManager } from "../middleware/auth.js";
 import { AUTHENTICATED, json, jsonBody } from "../openapi.js";
 import { presentApiKey, presentProject } from "../presenters.js";
 
@@ -102,14 +102,17 @@ export function registerProjects(app: App) {
   app.openapi(createApiKey, async (c) => {
     const { project_id } = c.req.valid("param");
     await checkProjectAccess(c, project_id);
-    const { row, key } = await c.var.engine.projects.createApiKey(project_id, c.req.valid("json").name);
-    const { id, name, last_four, created_at } = presentApiKey(row);
-    return c.json({ id, name, key, last_four, created_at }, 201);
+    requireKeyManager(c.var.principal);
+    const body = c.req.valid("json");
+    const { row, key } = await c.var.engine.projects.createApiKey(project_id, body.name, body.scope ?? null);
+    const { id, name, scope, last_four, created_at } = presentApiKey(row);
+    return c.json({ id, name, key, scope, last_four, created_at }, 201);
   });
 
   app.openapi(listApiKeys, async (c) => {
     const { project_id } = c.req.valid("param");
     await checkProjectAccess(c, project_id);
+    requireKeyManager(c.var.principal);
     const page = await c.var.engine.projects.listApiKeys(project_id, c.req.valid("query"));
     return c.json({ api_keys: page.items.map(presentApiKey), next_cursor: page.nextCursor }, 200);
   });
@@ -117,6 +120,7 @@ export function registerProjects(app: App) {
   app.openapi(revokeApiKey, async (c) => {
     const { project_id, key_id } = c.req.valid("param");
     await checkProjectAccess(c, project_id);
+    requireKeyManager(c.var.principal);
     await c.var.engine.projects.revokeApiKey(project_id, key_id);
     return c.body(null, 204);
   });

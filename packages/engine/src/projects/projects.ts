@@ -1,9 +1,12 @@
 import type { PrismaClient, Project } from "@spool/db";
-import { decodeTimeCursor, isUuid, notFound, timeCursorOf, toPage } from "@spool/shared";
+import { decodeTimeCursor, isUuid, type KeyScope, notFound, timeCursorOf, toPage } from "@spool/shared";
 import { createdAfter } from "../util/keyset.js";
 import { generateApiKey, hashApiKey, looksLikeApiKey, safeEqual } from "./api-keys.js";
 
-export type Principal = { kind: "admin" } | { kind: "project"; projectId: string; keyId: string };
+/** The admin key, or a project's key with its scope (null: a key from before scopes). */
+export type Principal =
+  | { kind: "admin" }
+  | { kind: "project"; projectId: string; keyId: string; scope: KeyScope | null };
 
 /** How often last_used_at is written: per request would turn every read into a write. */
 const LAST_USED_RESOLUTION_MS = 60_000;
@@ -24,6 +27,7 @@ export class Projects {
     string,
     { principal: Extract<Principal, { kind: "project" }>; until: number }
   >();
+  private readonly revocationChecks = new Map<string, { revoked: boolean; until: number }>();
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -60,11 +64,11 @@ export class Projects {
     return toPage(rows, page.limit, byCreated);
   }
 
-  async createApiKey(projectId: string, name: string) {
+  async createApiKey(projectId: string, name: string, scope: KeyScope | null = null) {
     await this.get(projectId);
     const key = generateApiKey();
     const row = await this.prisma.apiKey.create({
-      data: { projectId, name, keyHash: hashApiKey(key), lastFour: key.slice(-4) },
+      data: { projectId, name, scope, keyHash: hashApiKey(key), lastFour: key.slice(-4) },
     });
     return { row, key };
   }
@@ -79,6 +83,21 @@ export class Projects {
     return toPage(rows, page.limit, byCreated);
   }
 
+  /**
+   * Whether a key that authenticated earlier has been revoked since (a long-lived stream asks every
+   * second). One read per key per AUTH_CACHE_MS in this process, however many streams ask; a
+   * revocation made here is seen at once.
+   */
+  async isRevoked(keyId: string): Promise<boolean> {
+    const hit = this.revocationChecks.get(keyId);
+    if (hit && hit.until > Date.now()) return hit.revoked;
+    const row = await this.prisma.apiKey.findUnique({ where: { id: keyId }, select: { revokedAt: true } });
+    const revoked = !row || row.revokedAt !== null;
+    if (this.revocationChecks.size >= AUTH_CACHE_MAX) this.revocationChecks.clear();
+    this.revocationChecks.set(keyId, { revoked, until: Date.now() + AUTH_CACHE_MS });
+    return revoked;
+  }
+
   /** Revocation is immediate in this process, and within AUTH_CACHE_MS in every other. Idempotent. */
   async revokeApiKey(projectId: string, keyId: string): Promise<void> {
     const found = isUuid(keyId) && (await this.prisma.apiKey.findFirst({ where: { id: keyId, projectId } }));
@@ -89,6 +108,7 @@ export class Projects {
     for (const [hash, entry] of this.authCache) {
       if (entry.principal.keyId === keyId) this.authCache.delete(hash);
     }
+    this.revocationChecks.set(keyId, { revoked: true, until: Number.POSITIVE_INFINITY });
   }
 
   /** Who is calling, or null for unknown, malformed or revoked credentials. */
@@ -107,7 +127,12 @@ export class Projects {
     if (!row.lastUsedAt || Date.now() - row.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
       await this.prisma.apiKey.update({ where: { id: row.id }, data: { lastUsedAt: new Date() } });
     }
-    const principal = { kind: "project" as const, projectId: row.projectId, keyId: row.id };
+    const principal = {
+      kind: "project" as const,
+      projectId: row.projectId,
+      keyId: row.id,
+      scope: (row.scope as KeyScope | null) ?? null,
+    };
     if (this.authCache.size >= AUTH_CACHE_MAX) this.authCache.clear();
     this.authCache.set(hash, { principal, until: Date.now() + AUTH_CACHE_MS });
     return principal;

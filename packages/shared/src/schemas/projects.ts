@@ -30,13 +30,31 @@ export const ListProjectsResponse = z
   .object({ projects: z.array(ProjectResponse), next_cursor: NextCursor })
   .openapi("ListProjectsResponse");
 
-export const CreateApiKeyBody = z.object({ name: Text.trim().min(1).max(200) }).openapi("CreateApiKeyBody");
+/**
+ * What a key may do: `admin` everything in its project, keys included; `worker` register workers,
+ * deployments, queues, workflows, agents, tools, triggers and schedules, the worker protocol
+ * (`/internal`) and publish; `client` run, read, cancel, resume and publish. A key created before
+ * scopes existed has none and may do all but manage keys.
+ */
+export const KEY_SCOPES = ["admin", "worker", "client"] as const;
+export type KeyScope = (typeof KEY_SCOPES)[number];
+export const KeyScopeSchema = z.enum(KEY_SCOPES).openapi("KeyScope");
+
+export const CreateApiKeyBody = z
+  .object({
+    name: Text.trim().min(1).max(200),
+    scope: KeyScopeSchema.optional().openapi({
+      description: "admin, worker or client; omitted: all but managing keys (as keys made before scopes)",
+    }),
+  })
+  .openapi("CreateApiKeyBody");
 
 export const CreateApiKeyResponse = z
   .object({
     id: Uuid,
     name: z.string(),
     key: z.string().openapi({ description: "The key itself; shown only in this response" }),
+    scope: KeyScopeSchema.nullable(),
     last_four: z.string(),
     created_at: Timestamp,
   })
@@ -46,6 +64,7 @@ export const ApiKeyResponse = z
   .object({
     id: Uuid,
     name: z.string(),
+    scope: KeyScopeSchema.nullable(),
     last_four: z.string(),
     created_at: Timestamp,
     last_used_at: NullableTimestamp,
