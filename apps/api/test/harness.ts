@@ -1,15 +1,18 @@
 // Test harness: the real app over real Postgres and Redis (started by the global setup).
 import { createDatabase } from "@spool/db";
 import { Engine, generateApiKey } from "@spool/engine";
-import { createLogger } from "@spool/shared";
+import { createLogger, type Logger } from "@spool/shared";
 import { Redis } from "ioredis";
 import { afterAll, inject } from "vitest";
-import { createApp } from "../src/app.js";
+import { createApp, type LimitOptions } from "../src/app.js";
+import type { App } from "../src/context.js";
 import { createEventHub } from "../src/streaming/event-hub.js";
 
 export interface TestApi {
   adminKey: string;
   engine: Engine;
+  /** The app itself, e.g. to serve it as main.ts does (src/server.ts). */
+  app: App;
   /** The app's fetch handler, to serve it on a real port. */
   fetch: (request: Request) => Response | Promise<Response>;
   /** Sends a request through the real app (routing, middleware, validation, error handling). */
@@ -21,10 +24,22 @@ export interface TestApi {
   createProject(name?: string): Promise<{ projectId: string; key: string }>;
 }
 
-export function createTestApi(
-  options: { redisUrl?: string; maxBodyBytes?: number; sseKeepaliveMs?: number } = {},
-): TestApi {
-  const { prisma, pool } = createDatabase({ databaseUrl: inject("databaseUrl"), maxConnections: 5 });
+export interface TestApiOptions {
+  /** Postgres to use instead of the test database (e.g. a closed port, to test an outage). */
+  databaseUrl?: string;
+  redisUrl?: string;
+  /** The app's and engine's logger (default: silent). */
+  logger?: Logger;
+  maxBodyBytes?: number;
+  sseKeepaliveMs?: number;
+  limits?: Partial<LimitOptions>;
+}
+
+export function createTestApi(options: TestApiOptions = {}): TestApi {
+  const { prisma, pool } = createDatabase({
+    databaseUrl: options.databaseUrl ?? inject("databaseUrl"),
+    maxConnections: 5,
+  });
   const redis = new Redis(options.redisUrl ?? inject("redisUrl"), {
     maxRetriesPerRequest: 0,
     retryStrategy: () => null,
@@ -32,7 +47,7 @@ export function createTestApi(
   });
   redis.on("error", () => {});
   const adminKey = generateApiKey("sk_admin_");
-  const logger = createLogger("api-test", "silent");
+  const logger = options.logger ?? createLogger("api-test", "silent");
   const redisUrl = options.redisUrl ?? inject("redisUrl");
   const engine = new Engine({ prisma, pool, redis, redisUrl, logger, adminKey, heartbeatIntervalSeconds: 5 });
   const eventHub = createEventHub(engine, redisUrl, logger);
@@ -42,6 +57,8 @@ export function createTestApi(
     logger,
     maxBodyBytes: options.maxBodyBytes,
     sseKeepaliveMs: options.sseKeepaliveMs,
+    // Unlimited rate unless a test sets one: sweeps of every route send bursts from one key.
+    limits: { ratePerSecond: 0, ...options.limits },
   });
   afterAll(async () => {
     await eventHub.close();
@@ -65,6 +82,7 @@ export function createTestApi(
   return {
     adminKey,
     engine,
+    app,
     fetch: (req) => app.fetch(req),
     request,
     async createProject(name = "test") {
