@@ -1,10 +1,13 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Engine } from "@spool/engine";
 import { type Logger, SpoolError } from "@spool/shared";
+import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
-import type { ApiEnv, App } from "./context.js";
+import type { ApiEnv, ApiLimits, App } from "./context.js";
 import { registerDocs } from "./docs.js";
 import { errorJson, onError, validationHook } from "./errors.js";
+import { PerKeySlots } from "./limits/per-key-slots.js";
+import { RateLimiter } from "./limits/rate-limiter.js";
 import { authenticate, checkOptionalProjectHeader, requireProject } from "./middleware/auth.js";
 import { limitBody, requireJsonBody } from "./middleware/body.js";
 import { registerAgentsAndTools } from "./routes/agents-tools.js";
@@ -31,7 +34,19 @@ export interface AppOptions {
   maxBodyBytes?: number;
   /** SSE keep-alive comment interval (contract: 15 s). */
   sseKeepaliveMs?: number;
+  limits?: Partial<LimitOptions>;
 }
+
+export interface LimitOptions {
+  /** Requests per second one key may make, across API processes (0: unlimited). */
+  ratePerSecond: number;
+  /** `?wait=` long polls one key may hold open at once in one API process. */
+  longPollsPerKey: number;
+  /** Event streams one key may hold open at once in one API process. */
+  streamsPerKey: number;
+}
+
+export const DEFAULT_LIMITS: LimitOptions = { ratePerSecond: 1000, longPollsPerKey: 200, streamsPerKey: 100 };
 
 const PUBLIC_PATHS = [
   /^\/health$/,
@@ -49,16 +64,38 @@ const access = createMiddleware<ApiEnv>(async (c, next) => {
   const path = c.req.path;
   if (PUBLIC_PATHS.some((p) => p.test(path))) return next();
   await authenticate(c, async () => {
+    limitRate(c);
     await (PROJECT_ADMIN_PATHS.test(path) ? checkOptionalProjectHeader : requireProject)(c, next);
   });
 });
 
+/** 429 with Retry-After for a project key past its requests per second (the admin key is not limited). */
+function limitRate(c: Context<ApiEnv>): void {
+  const principal = c.var.principal;
+  if (principal.kind !== "project") return;
+  const wait = c.var.limits.rate.take(principal.keyId);
+  if (wait > 0) {
+    c.header("Retry-After", String(wait));
+    throw new SpoolError(
+      "RATE_LIMITED",
+      "too many requests for this API key; retry after Retry-After seconds",
+    );
+  }
+}
+
 export function createApp(options: AppOptions): App {
   const { engine, eventHub, logger, maxBodyBytes = 1024 * 1024, sseKeepaliveMs = 15_000 } = options;
   const app: App = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook });
+  const limitOptions = { ...DEFAULT_LIMITS, ...options.limits };
+  const limits: ApiLimits = {
+    rate: new RateLimiter(engine.redis, logger, { perSecond: limitOptions.ratePerSecond }),
+    longPolls: new PerKeySlots(limitOptions.longPollsPerKey),
+    streams: new PerKeySlots(limitOptions.streamsPerKey),
+  };
 
   app.use("*", async (c, next) => {
     c.set("engine", engine);
+    c.set("limits", limits);
     c.set("logger", logger);
     const started = performance.now();
     await next();

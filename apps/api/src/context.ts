@@ -1,9 +1,21 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Engine, Principal } from "@spool/engine";
 import type { Logger } from "@spool/shared";
+import type { PerKeySlots } from "./limits/per-key-slots.js";
+import type { RateLimiter } from "./limits/rate-limiter.js";
+
+/** Per-key limits of this API process (see limits/). */
+export interface ApiLimits {
+  rate: RateLimiter;
+  /** `?wait=` long polls a key holds open at once. */
+  longPolls: PerKeySlots;
+  /** Event streams a key holds open at once. */
+  streams: PerKeySlots;
+}
 
 export interface ApiVariables {
   engine: Engine;
+  limits: ApiLimits;
   logger: Logger;
   principal: Principal;
   /** Set on project-scoped routes once X-Project-ID has been checked against the principal. */

@@ -1,10 +1,16 @@
-import { serve } from "@hono/node-server";
 import { createDatabase } from "@spool/db";
-import { Engine, exportSpansIfConfigured, PushDispatcher } from "@spool/engine";
-import { createLogger, DatabaseUrl, LogLevel, loadConfig, RedisUrl } from "@spool/shared";
+import {
+  DEFAULT_MAX_QUEUES_PER_PROJECT,
+  Engine,
+  exportSpansIfConfigured,
+  PushDispatcher,
+} from "@spool/engine";
+import { setMaxResultBytes } from "@spool/engine/runner";
+import { createLogger, DatabaseUrl, LogLevel, loadConfig, MaxStepResultBytes, RedisUrl } from "@spool/shared";
 import { Redis } from "ioredis";
 import { z } from "zod";
-import { createApp } from "./app.js";
+import { createApp, DEFAULT_LIMITS } from "./app.js";
+import { listen } from "./server.js";
 import { createEventHub } from "./streaming/event-hub.js";
 
 const config = loadConfig(
@@ -20,6 +26,13 @@ const config = loadConfig(
       .min(1024)
       .default(1024 * 1024),
     SPOOL_HEARTBEAT_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(10),
+    // Per API key: requests per second across API processes (0: unlimited), and what one key may
+    // hold open at once in this process.
+    SPOOL_RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.ratePerSecond),
+    SPOOL_MAX_LONG_POLLS_PER_KEY: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.longPollsPerKey),
+    SPOOL_MAX_STREAMS_PER_KEY: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.streamsPerKey),
+    SPOOL_MAX_STEP_RESULT_BYTES: MaxStepResultBytes,
+    SPOOL_MAX_QUEUES_PER_PROJECT: z.coerce.number().int().min(1).default(DEFAULT_MAX_QUEUES_PER_PROJECT),
     // This process pushes runs to remote (push) workers; turn off on API replicas that should not.
     SPOOL_PUSH_DISPATCH: z.enum(["true", "false"]).default("true"),
     SPOOL_PUSH_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
@@ -27,10 +40,21 @@ const config = loadConfig(
   }),
 );
 
+// Remote workers report step and run results here: none over this size is stored.
+setMaxResultBytes(config.SPOOL_MAX_STEP_RESULT_BYTES);
 const logger = createLogger("api", config.SPOOL_LOG_LEVEL);
 const { prisma, pool } = createDatabase({ databaseUrl: config.DATABASE_URL });
 const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, lazyConnect: false });
-redis.on("error", (err) => logger.warn({ err: err.message }, "redis connection error"));
+// One warning per outage, not one per reconnect attempt (ioredis retries every 2 s at most).
+let redisDown = false;
+redis.on("error", (err) => {
+  logger[redisDown ? "debug" : "warn"]({ err: err.message }, "redis connection error");
+  redisDown = true;
+});
+redis.on("ready", () => {
+  if (redisDown) logger.info("redis connection restored");
+  redisDown = false;
+});
 const engine = new Engine({
   prisma,
   pool,
@@ -39,6 +63,7 @@ const engine = new Engine({
   logger,
   adminKey: config.SPOOL_ADMIN_KEY,
   heartbeatIntervalSeconds: config.SPOOL_HEARTBEAT_INTERVAL_SECONDS,
+  limits: { maxQueuesPerProject: config.SPOOL_MAX_QUEUES_PER_PROJECT },
 });
 exportSpansIfConfigured(engine.traces, { serviceName: "spool-api", logger });
 if (!config.SPOOL_ADMIN_KEY)
@@ -50,9 +75,19 @@ const pushDispatcher =
     ? new PushDispatcher(engine, { logger, pushTimeoutMs: config.SPOOL_PUSH_TIMEOUT_MS })
     : null;
 pushDispatcher?.start();
-const app = createApp({ engine, eventHub, logger, maxBodyBytes: config.SPOOL_MAX_BODY_BYTES });
-const server = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, (info) => {
-  logger.info({ port: info.port, url: `http://127.0.0.1:${info.port}/api/v1` }, "api listening");
+const app = createApp({
+  engine,
+  eventHub,
+  logger,
+  maxBodyBytes: config.SPOOL_MAX_BODY_BYTES,
+  limits: {
+    ratePerSecond: config.SPOOL_RATE_LIMIT_PER_SECOND,
+    longPollsPerKey: config.SPOOL_MAX_LONG_POLLS_PER_KEY,
+    streamsPerKey: config.SPOOL_MAX_STREAMS_PER_KEY,
+  },
+});
+const server = listen(app, { port: config.PORT, hostname: config.HOST }, (port) => {
+  logger.info({ port, url: `http://127.0.0.1:${port}/api/v1` }, "api listening");
 });
 
 let stopping = false;

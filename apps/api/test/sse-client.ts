@@ -57,6 +57,8 @@ export async function openSse(url: string, headers: Record<string, string>) {
       }
       return received;
     },
+    /** Settles when the stream ends (the server closed it, or close() was called). */
+    ended: done,
     async close() {
       controller.abort();
       await done;

@@ -4,6 +4,7 @@ import {
   BatchRunBody,
   BatchRunResponse,
   CancelExecutionResponse,
+  DetailPageQuery,
   ExecutionParams,
   ExecutionResponse,
   IdempotencyHeaders,
@@ -17,10 +18,12 @@ import {
   RunAndWaitResponse,
   RunWorkflowBody,
   RunWorkflowResponse,
+  SpoolError,
   WaitQuery,
   WorkflowParams,
 } from "@spool/shared";
-import type { App } from "../context.js";
+import type { Context } from "hono";
+import type { ApiEnv, App } from "../context.js";
 import { errorResponses } from "../errors.js";
 import { AUTHENTICATED, json, jsonBody, ProjectHeaders } from "../openapi.js";
 import { presentExecution, presentStep } from "../presenters.js";
@@ -78,8 +81,8 @@ const listSteps = createRoute({
   ...base,
   method: "get",
   path: "/api/v1/executions/{execution_id}/steps",
-  summary: "An execution's steps in the order it reached them",
-  request: { headers: ProjectHeaders, params: ExecutionParams },
+  summary: "An execution's steps in the order it reached them, a page at a time",
+  request: { headers: ProjectHeaders, params: ExecutionParams, query: DetailPageQuery },
   responses: { 200: json(ListStepsResponse, "Steps"), ...errorResponses(400, 401, 403, 404) },
 });
 const resumeExecution = createRoute({
@@ -125,19 +128,41 @@ function toRunRequest(workflowId: string, input: unknown, o: RunFields): RunRequ
   };
 }
 
+/**
+ * A `?wait=` request: it takes one of its key's long-poll slots (429 when all are held), and the wait
+ * stops at once when the client goes away (the request's signal).
+ */
+async function longPoll<T>(c: Context<ApiEnv>, wait: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const principal = c.var.principal;
+  const release = principal.kind === "project" ? c.var.limits.longPolls.take(principal.keyId) : () => {};
+  if (!release) {
+    throw new SpoolError(
+      "RATE_LIMITED",
+      `this API key already holds ${c.var.limits.longPolls.max} waiting requests here; wait for one to end`,
+    );
+  }
+  try {
+    return await wait(c.req.raw.signal);
+  } finally {
+    release();
+  }
+}
+
 export function registerExecutions(app: App) {
   app.openapi(runWorkflow, async (c) => {
     const { input, payload, ...options } = c.req.valid("json");
     const request = toRunRequest(c.req.valid("param").workflow_id, input ?? payload, options);
-    const { receipt, replayed } = await c.var.engine.executions.run(
-      c.var.projectId,
-      request,
-      c.req.header("idempotency-key"),
+    const key = c.req.header("idempotency-key");
+    const { wait } = c.req.valid("query");
+    if (wait === undefined) {
+      const { receipt, replayed } = await c.var.engine.executions.run(c.var.projectId, request, key);
+      if (replayed) c.header("Idempotent-Replayed", "true");
+      return c.json(receipt, 202);
+    }
+    const { execution: e, replayed } = await longPoll(c, (signal) =>
+      c.var.engine.executions.runAndWait(c.var.projectId, request, key, wait * 1000, signal),
     );
     if (replayed) c.header("Idempotent-Replayed", "true");
-    const { wait } = c.req.valid("query");
-    if (wait === undefined) return c.json(receipt, 202);
-    const e = await c.var.engine.executions.waitFor(c.var.projectId, receipt.execution_id, wait * 1000);
     const body = { ...presentExecution(e, e.suspendedData), execution_id: e.id };
     return isTerminal(e.status) ? c.json(body, 200) : c.json(body, 202);
   });
@@ -183,13 +208,19 @@ export function registerExecutions(app: App) {
       const e = await c.var.engine.executions.get(c.var.projectId, id);
       return c.json(presentExecution(e, e.suspendedData), 200);
     }
-    const e = await c.var.engine.executions.waitFor(c.var.projectId, id, wait * 1000);
+    const e = await longPoll(c, (signal) =>
+      c.var.engine.executions.waitFor(c.var.projectId, id, wait * 1000, signal),
+    );
     return c.json(presentExecution(e, e.suspendedData), isTerminal(e.status) ? 200 : 202);
   });
 
   app.openapi(listSteps, async (c) => {
-    const steps = await c.var.engine.executions.steps(c.var.projectId, c.req.valid("param").execution_id);
-    return c.json({ steps: steps.map(presentStep) }, 200);
+    const { limit, cursor } = c.req.valid("query");
+    const page = await c.var.engine.executions.steps(c.var.projectId, c.req.valid("param").execution_id, {
+      limit,
+      cursor,
+    });
+    return c.json({ steps: page.items.map(presentStep), next_cursor: page.nextCursor }, 200);
   });
 
   app.openapi(resumeExecution, async (c) => {

@@ -1,6 +1,7 @@
 import { type Engine, eventsChannel, type PublishedEvent } from "@spool/engine";
 import type { Logger } from "@spool/shared";
 import { type Redis, Redis as RedisClient } from "ioredis";
+import { logFailure } from "../errors.js";
 
 type Listener = (events: PublishedEvent[]) => void;
 
@@ -20,7 +21,7 @@ interface TopicFeed {
  * Postgres with one query, however many connections listen. Reading from Postgres rather than
  * trusting the announcement keeps order and completeness: sequences are assigned in commit order,
  * so "everything after my cursor" never skips an event whose announcement arrived late. A slow
- * safety poll covers announcements lost while Redis was away.
+ * safety poll (one query per project) covers announcements lost while Redis was away.
  */
 export class EventHub {
   private readonly feeds = new Map<string, TopicFeed>();
@@ -36,9 +37,7 @@ export class EventHub {
       const feed = this.feeds.get(channel);
       if (feed) void this.fetch(feed);
     });
-    this.poll = setInterval(() => {
-      for (const feed of this.feeds.values()) void this.fetch(feed);
-    }, safetyPollMs);
+    this.poll = setInterval(() => void this.safetyPoll(), safetyPollMs);
     this.poll.unref();
   }
 
@@ -86,6 +85,30 @@ export class EventHub {
     return n;
   }
 
+  /**
+   * For announcements lost while Redis was away: one query per project (however many topics its
+   * streams follow) finds the topics with events past their feed's cursor, and only those fetch.
+   */
+  private async safetyPoll(): Promise<void> {
+    const byProject = new Map<string, TopicFeed[]>();
+    for (const feed of this.feeds.values()) {
+      const feeds = byProject.get(feed.projectId) ?? [];
+      feeds.push(feed);
+      byProject.set(feed.projectId, feeds);
+    }
+    for (const [projectId, feeds] of byProject) {
+      try {
+        const latest = await this.engine.events.latestSequences(
+          projectId,
+          feeds.map((f) => f.topic),
+        );
+        for (const feed of feeds) if ((latest.get(feed.topic) ?? 0) > feed.cursor) void this.fetch(feed);
+      } catch (err) {
+        logFailure(this.logger, err, { project_id: projectId, during: "event feed poll" });
+      }
+    }
+  }
+
   /** One fetch at a time per feed; announcements arriving meanwhile trigger one more round. */
   private fetch(feed: TopicFeed): Promise<void> {
     if (feed.fetching) {
@@ -105,7 +128,8 @@ export class EventHub {
           }
         } while (feed.again);
       } catch (err) {
-        this.logger.warn({ err: String(err), topic: feed.topic }, "event feed fetch failed");
+        // An outage is a warning (the safety poll retries); anything else is a bug.
+        logFailure(this.logger, err, { topic: feed.topic, during: "event feed fetch" });
       } finally {
         feed.fetching = null;
       }
