@@ -141,11 +141,19 @@ describe("a remote worker with nothing but the API (createWorker, push protocol)
     expect(step).toMatchObject({ step_key: "flaky-call", status: "completed", attempts: 3 });
   });
 
-  it("a step result the API refuses (too large) fails the run once, instead of running the step again", async () => {
+  it("a step result the API refuses (too large) fails the step and the run once, instead of running the step again", async () => {
     const { execution_id } = await sys.client.run("r-huge", {});
     const done = await finished(execution_id);
     expect(done.status).toBe("failed");
-    expect(done.error).toMatchObject({ name: "ReportRefusedError", message: expect.stringContaining("413") });
+    // Over the API's body limit (1 MiB): refused before the step limit is even looked at.
+    const error = {
+      name: "StepResultTooLargeError",
+      message:
+        "step 'too-big' returned 2 MiB of JSON; Spool refused it as too large (413 PAYLOAD_TOO_LARGE: request body exceeds 1048576 bytes)",
+    };
+    expect(done.error).toMatchObject({ ...error, step_key: "too-big" });
+    const [step] = await sys.client.executions.steps(execution_id);
+    expect(step).toMatchObject({ step_key: "too-big", status: "failed", output: null, error });
     expect(countEffects(execution_id, "too-big", effectsFile)).toBe(1);
   });
 

@@ -2,6 +2,7 @@ import { hostname } from "node:os";
 import { fileURLToPath } from "node:url";
 import { createDatabase } from "@spool/db";
 import { Engine, exportSpansIfConfigured } from "@spool/engine";
+import { setMaxResultBytes } from "@spool/engine/runner";
 import { createClient } from "@spool/sdk";
 import {
   capabilitiesOf,
@@ -10,7 +11,7 @@ import {
   registerDefinitions,
   startHeartbeat,
 } from "@spool/sdk/internal";
-import { createLogger, DatabaseUrl, LogLevel, loadConfig, RedisUrl } from "@spool/shared";
+import { createLogger, DatabaseUrl, LogLevel, loadConfig, MaxStepResultBytes, RedisUrl } from "@spool/shared";
 import { Redis } from "ioredis";
 import { z } from "zod";
 import { Consumer } from "./consumer.js";
@@ -33,9 +34,12 @@ const config = loadConfig(
     SPOOL_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(10),
     SPOOL_DRAIN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
     SPOOL_JOB_LOCK_MS: z.coerce.number().int().min(1000).default(30_000),
+    SPOOL_MAX_STEP_RESULT_BYTES: MaxStepResultBytes,
     SPOOL_LOG_LEVEL: LogLevel,
   }),
 );
+// The runs this worker replays store their step and run results in Postgres: none over this size.
+setMaxResultBytes(config.SPOOL_MAX_STEP_RESULT_BYTES);
 
 const logger = createLogger("worker", config.SPOOL_LOG_LEVEL);
 const loaded = await loadWorkflows(config.SPOOL_WORKFLOWS_MODULE);

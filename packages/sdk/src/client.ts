@@ -7,12 +7,13 @@ import type {
   ListStepsResponse,
   RunWorkflowResponse,
 } from "@spool/shared";
-import { isTerminal, type WorkflowDefinition } from "@spool/shared";
+import { isTerminal, MAX_DETAIL_PAGE_SIZE, type WorkflowDefinition } from "@spool/shared";
 import type { z } from "zod";
 
 export type Execution = z.infer<typeof ExecutionResponse>;
 export type RunReceipt = z.infer<typeof RunWorkflowResponse>;
-export type Step = z.infer<typeof ListStepsResponse>["steps"][number];
+export type StepsPage = z.infer<typeof ListStepsResponse>;
+export type Step = StepsPage["steps"][number];
 export type PublishedEvent = z.infer<typeof EventResponse>;
 
 export interface ClientOptions {
@@ -103,9 +104,27 @@ export function createClient(options: ClientOptions) {
       );
       return request<z.infer<typeof ListExecutionsResponse>>("GET", `/executions${qs.size ? `?${qs}` : ""}`);
     },
-    steps: async (id: string) =>
-      (await request<z.infer<typeof ListStepsResponse>>("GET", `/executions/${encodeURIComponent(id)}/steps`))
-        .steps,
+    /** One page of a run's steps, in the order it reached them; pass `next_cursor` for the next. */
+    stepsPage: (id: string, page: { limit?: number; cursor?: string } = {}) => {
+      const qs = new URLSearchParams();
+      if (page.limit !== undefined) qs.set("limit", String(page.limit));
+      if (page.cursor) qs.set("cursor", page.cursor);
+      return request<StepsPage>(
+        "GET",
+        `/executions/${encodeURIComponent(id)}/steps${qs.size ? `?${qs}` : ""}`,
+      );
+    },
+    /** All of a run's steps, in the order it reached them (follows the pages). */
+    async steps(id: string): Promise<Step[]> {
+      const steps: Step[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await executions.stepsPage(id, { limit: MAX_DETAIL_PAGE_SIZE, cursor });
+        steps.push(...page.steps);
+        cursor = page.next_cursor ?? undefined;
+      } while (cursor);
+      return steps;
+    },
     resume: (id: string, data: Record<string, unknown> = {}) =>
       request<{ execution_id: string; status: string }>(
         "POST",

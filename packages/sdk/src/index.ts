@@ -34,6 +34,7 @@ export {
   SpoolApiError,
   type SpoolClient,
   type Step,
+  type StepsPage,
 } from "./client.js";
 export { callModel, type ModelCall, modelToolName, toolJsonSchema } from "./llm/call-model.js";
 export { createModel, resolveModelConfig } from "./llm/model.js";

@@ -23,3 +23,24 @@ export const RedisUrl = z
 export const LogLevel = z
   .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
   .default("info");
+
+/** Default cap on a result's JSON (SPOOL_MAX_STEP_RESULT_BYTES): 1 MiB, as the API's default body limit. */
+export const DEFAULT_MAX_STEP_RESULT_BYTES = 1024 * 1024;
+
+/**
+ * SPOOL_MAX_STEP_RESULT_BYTES: the most bytes of JSON one step's result, or a run's own result, may
+ * take. A larger one is never stored: the step (or run) fails with StepResultTooLargeError
+ * (WorkflowResultTooLargeError), which is not retried. Every process that stores results reads it:
+ * the worker (in-cluster runs) and the API (results reported by remote workers).
+ *
+ * A remote worker's result reaches the API inside a request body, so the API's SPOOL_MAX_BODY_BYTES
+ * (default 1 MiB too) bounds it as well: a result near this limit plus its envelope (step key, error,
+ * span data) can pass the body limit first. Both answer 413 PAYLOAD_TOO_LARGE and the worker fails
+ * the step either way; to raise the limit, raise SPOOL_MAX_BODY_BYTES with it (a few KiB above).
+ */
+export const MaxStepResultBytes = z.coerce
+  .number({ error: "must be a number of bytes, e.g. 1048576 for 1 MiB" })
+  .int("must be a whole number of bytes")
+  .min(1024, "must be at least 1024 bytes")
+  .max(1024 * 1024 * 1024, "must be at most 1073741824 bytes (1 GiB)")
+  .default(DEFAULT_MAX_STEP_RESULT_BYTES);

@@ -3,6 +3,7 @@ export * from "./errors.js";
 export * from "./execution-status.js";
 export * from "./ids.js";
 export * from "./logger.js";
+export * from "./page-sizes.js";
 export * from "./pagination.js";
 export * from "./protocol/push.js";
 export * from "./schemas/common.js";

@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { invalidInput } from "./errors.js";
+import { DEFAULT_DETAIL_PAGE_SIZE, MAX_DETAIL_PAGE_SIZE } from "./page-sizes.js";
 import { isStorableDate, isStorableText } from "./schemas/common.js";
 
 export const DEFAULT_PAGE_SIZE = 50;
@@ -38,7 +39,7 @@ export function encodeCursor(cursor: KeysetCursor): string {
   return Buffer.from(JSON.stringify(cursor)).toString("base64url");
 }
 
-const invalidCursor = () =>
+export const invalidCursor = () =>
   invalidInput("cursor is not valid; pass the next_cursor of a previous page", [
     { path: "cursor", message: "invalid cursor" },
   ]);
@@ -92,3 +93,42 @@ export function decodeTimeCursor(
 }
 
 export const timeCursorOf = (at: Date, id: string): KeysetCursor => ({ k: at.toISOString(), id });
+
+/**
+ * A page query with its own default and maximum size, in the same shape as PageQuery. Lists of one
+ * run's parts (its steps, a trace's spans) take longer pages: they are mostly read whole.
+ */
+export function createPageQuery(defaultSize: number, maxSize: number) {
+  return z.object({
+    limit: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(maxSize)
+      .default(defaultSize)
+      .openapi({ description: `Page size, 1-${maxSize} (default ${defaultSize})` }),
+    cursor: PageQuery.shape.cursor,
+  });
+}
+
+/** Paging of one execution's steps and one trace's spans. */
+export const DetailPageQuery = createPageQuery(DEFAULT_DETAIL_PAGE_SIZE, MAX_DETAIL_PAGE_SIZE);
+
+/** A decoded (sequence number, uuid) keyset cursor, e.g. of a step: validated like a time cursor. */
+export interface SeqCursor {
+  seq: number;
+  id: string;
+}
+
+export function decodeSeqCursor(raw: string | undefined): SeqCursor | undefined {
+  const cursor = decodeCursor(raw);
+  if (!cursor) return undefined;
+  const seq = cursor.k;
+  // seq is a Postgres int4.
+  if (typeof seq !== "number" || !Number.isInteger(seq) || Math.abs(seq) > 2_147_483_647)
+    throw invalidCursor();
+  if (!z.uuid().safeParse(cursor.id).success) throw invalidCursor();
+  return { seq, id: cursor.id };
+}
+
+export const seqCursorOf = (seq: number, id: string): KeysetCursor => ({ k: seq, id });

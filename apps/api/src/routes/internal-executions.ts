@@ -60,6 +60,9 @@ const saveStep = createRoute({
   method: "post",
   path: path("/steps"),
   summary: "Store a step's result (a completed one is never overwritten); answers the stored step",
+  description:
+    "A result of more than SPOOL_MAX_STEP_RESULT_BYTES of JSON (default 1 MiB) is refused with 413 " +
+    "PAYLOAD_TOO_LARGE and nothing is stored; the worker should fail the step (it cannot get smaller by retrying).",
   request: { headers: Headers, params: InternalExecutionParams, body: jsonBody(SaveStepBody) },
   responses: { 200: json(SaveStepResponse, "Stored"), ...ERRORS },
 });
@@ -76,6 +79,9 @@ const complete = createRoute({
   method: "post",
   path: path("/complete"),
   summary: "The run finished with `result`",
+  description:
+    "A result of more than SPOOL_MAX_STEP_RESULT_BYTES of JSON (default 1 MiB) is refused with 413 " +
+    "PAYLOAD_TOO_LARGE and the run stays running; the worker should fail it.",
   request: { headers: Headers, params: InternalExecutionParams, body: optionalBody(CompleteBody) },
   responses: { 200: json(AcceptedResponse, "Completed"), ...ERRORS },
 });

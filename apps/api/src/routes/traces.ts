@@ -2,6 +2,7 @@
 // remote workers.
 import { createRoute, type z } from "@hono/zod-openapi";
 import {
+  DetailPageQuery,
   IngestSpansBody,
   IngestSpansResponse,
   ListTracesQuery,
@@ -31,8 +32,8 @@ const getTrace = createRoute({
   ...base,
   method: "get",
   path: "/api/v1/traces/{trace_id}",
-  summary: "Get a trace with all its spans",
-  request: { headers: ProjectHeaders, params: TraceParams },
+  summary: "Get a trace with its spans, a page at a time",
+  request: { headers: ProjectHeaders, params: TraceParams, query: DetailPageQuery },
   responses: { 200: json(TraceResponse, "The trace and its spans"), ...errorResponses(400, 401, 403, 404) },
 });
 
@@ -103,16 +104,21 @@ export function registerTraces(app: App) {
   });
 
   app.openapi(getTrace, async (c) => {
-    const t = await c.var.engine.traces.get(c.var.projectId, c.req.valid("param").trace_id);
+    const { limit, cursor } = c.req.valid("query");
+    const t = await c.var.engine.traces.get(c.var.projectId, c.req.valid("param").trace_id, {
+      limit,
+      cursor,
+    });
     return c.json(
       {
         trace_id: t.traceId,
         status: t.root.status,
         started_at: t.startedAt.toISOString(),
         ended_at: t.endedAt?.toISOString() ?? null,
-        span_count: t.spans.length,
+        span_count: t.spanCount,
         error_count: t.errorCount,
         spans: t.spans.map(presentSpan),
+        next_cursor: t.nextCursor,
       },
       200,
     );

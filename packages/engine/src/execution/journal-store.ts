@@ -7,6 +7,7 @@ import {
   type JournalWait,
   type NewStepResult,
 } from "../runtime/journal.js";
+import { maxResultBytes, sizedJson, stepResultTooLarge } from "../runtime/result-size.js";
 import type { Claim } from "./claim.js";
 
 /**
@@ -20,6 +21,7 @@ export async function loadJournal(
   loaded?: JournalRows,
 ): Promise<Journal> {
   const { steps, waits } = loaded ?? (await readJournal(db.prisma, executionId));
+  const limit = maxResultBytes();
   return {
     steps: new Map(steps.map((s) => [s.stepKey, toJournalStep(s)])),
     waits: new Map(
@@ -28,8 +30,9 @@ export async function loadJournal(
         { stepKey: w.stepKey, seq: w.seq, kind: w.kind, wakeAt: w.wakeAt },
       ]),
     ),
-    saveStep: (step) => storeStep(db.pool, executionId, claim, step),
+    saveStep: (step) => storeStep(db.pool, executionId, claim, step, limit),
     eventCursor: () => eventCursorOf(db.pool, executionId),
+    maxResultBytes: limit,
   };
 }
 
@@ -107,15 +110,21 @@ const READ_STEP = `SELECT step_key AS "stepKey", seq, kind, status, output, erro
  * one (from an earlier attempt) is. Returns the stored row, which is what the workflow continues
  * with. Then checks the execution is still this claim's to run; if it was cancelled, timed out or
  * handed to another worker (or started again from a redelivered job), the result stays stored (the
- * next worker adopts it) and the run aborts.
+ * next worker adopts it) and the run aborts. A result over `maxBytes` of JSON is refused before any
+ * write (StepResultTooLargeError): it is never stored, so never read back either.
  */
 export async function storeStep(
   pool: pg.Pool,
   executionId: string,
   claim: Claim,
   step: NewStepResult,
+  maxBytes: number = maxResultBytes(),
 ): Promise<JournalStep> {
-  const output = step.output === undefined ? null : JSON.stringify(step.output);
+  const sized = step.output === undefined ? null : sizedJson(step.output);
+  if (sized && step.status === "completed" && sized.bytes > maxBytes) {
+    throw stepResultTooLarge(step.stepKey, sized.bytes, maxBytes);
+  }
+  const output = sized?.json ?? null;
   const error = step.error === undefined ? null : JSON.stringify(step.error);
   const { rows } = await pool.query<
     Partial<StepRow> & { executionStatus: string; executionSeq: number; executionLease: number }

@@ -1,11 +1,18 @@
 import type { Execution, StepResult, Wait, Worker } from "@spool/db";
-import { badRequest, conflict, isUuid, notFound, type SerializedError } from "@spool/shared";
+import { badRequest, conflict, isUuid, notFound, type SerializedError, SpoolError } from "@spool/shared";
 import type { EngineDeps } from "../deps.js";
 import { type Claim, claimOf } from "../execution/claim.js";
 import type { Executions } from "../execution/executions.js";
 import { eventCursorOf, storeStep } from "../execution/journal-store.js";
 import { nextSeq } from "../execution/next-seq.js";
 import { ExecutionAbortedError, type NewWait, type StepKind, type StepRecord } from "../runtime/journal.js";
+import {
+  isResultTooLarge,
+  maxResultBytes,
+  type ResultTooLargeError,
+  sizedJson,
+  workflowResultTooLarge,
+} from "../runtime/result-size.js";
 import { executionFields, STEP_RESULT_FIELDS } from "../sql/rows.js";
 import { type ProtocolWait, toNewWait } from "./protocol-waits.js";
 
@@ -35,6 +42,18 @@ const FENCED: Claim = { dispatchSeq: -1, lease: -1 };
 
 const notYours = (e: Execution) =>
   conflict(`execution is ${e.status} and no longer this worker's to run`, { status: e.status });
+
+/**
+ * 413, as a body over the API's limit: a worker cannot make the result smaller by sending it again.
+ * `details.error_name` lets Spool's SDK fail the step (or run) with the same error an in-cluster
+ * worker's would.
+ */
+const tooLarge = (err: ResultTooLargeError, stepKey?: string) =>
+  new SpoolError("PAYLOAD_TOO_LARGE", err.message, {
+    error_name: err.name,
+    ...(stepKey === undefined ? {} : { step_key: stepKey }),
+    ...(err.sizes ? { bytes: err.sizes.bytes, max_bytes: err.sizes.maxBytes } : {}),
+  });
 
 /**
  * The engine's side of the worker protocol's /internal routes: every call is one of the verbs an
@@ -108,6 +127,8 @@ export class RemoteRuns {
       });
     } catch (err) {
       if (err instanceof ExecutionAbortedError) throw notYours(execution);
+      // Refused before any write: nothing of the step is stored.
+      if (isResultTooLarge(err)) throw tooLarge(err, step.stepKey);
       throw err;
     }
   }
@@ -136,8 +157,13 @@ export class RemoteRuns {
     steps: StepRecord[] = [],
   ) {
     const { execution, claim } = await this.identify(projectId, executionId, caller);
+    // As a step's: an oversized result is refused and nothing is stored (the worker fails the run).
+    const { bytes } = sizedJson(result);
+    if (bytes > maxResultBytes()) {
+      throw tooLarge(workflowResultTooLarge(execution.workflowId, bytes, maxResultBytes()));
+    }
     // The one-statement completion when the worker's spans cover every stored step (it checks).
-    const fresh = claim ? { started: execution, steps } : undefined;
+    const fresh = claim ? { started: execution, steps, ran: steps.map((r) => r.stepKey) } : undefined;
     const done = await this.executions.complete(executionId, claim ?? FENCED, result, fresh);
     if (!done) throw notYours(execution);
     return done;

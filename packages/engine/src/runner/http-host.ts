@@ -8,6 +8,12 @@ import {
   type NewWait,
   type StepRecord,
 } from "../runtime/journal.js";
+import {
+  formatBytes,
+  StepResultTooLargeError,
+  sizedJson,
+  WorkflowResultTooLargeError,
+} from "../runtime/result-size.js";
 import { type ProtocolClient, ProtocolError } from "./protocol-client.js";
 import type { RunHost } from "./run-host.js";
 
@@ -36,6 +42,25 @@ const toJournalStep = (s: WireStep): JournalStep => ({
 });
 
 const isRefusal = (err: unknown) => err instanceof ProtocolError && err.status === 409;
+const isTooLarge = (err: unknown): err is ProtocolError => err instanceof ProtocolError && err.status === 413;
+
+/**
+ * What Spool's 413 to a result means for the run: its own result limit (the message says it all), or
+ * the API's body limit (SPOOL_MAX_BODY_BYTES), which a result near the limit can reach first.
+ */
+const refusedAs = (err: ProtocolError, name: string) =>
+  (err.details as { error_name?: unknown } | undefined)?.error_name === name;
+
+function refusalMessage(what: string, value: unknown, err: ProtocolError, ownError: string): string {
+  if (refusedAs(err, ownError)) return err.message;
+  let size = "a result";
+  try {
+    size = `${formatBytes(sizedJson(value).bytes)} of JSON`;
+  } catch {
+    // not JSON: the message does without its size
+  }
+  return `${what} returned ${size}; Spool refused it as too large (${err.status} ${err.errorType}: ${err.message})`;
+}
 
 /** A step this worker ran, as the worker routes take its span. */
 const toStepSpan = (r: StepRecord) => ({
@@ -141,6 +166,12 @@ export function createHttpHost(o: {
             return toJournalStep(stored);
           } catch (err) {
             if (isRefusal(err)) throw new ExecutionAbortedError((err as Error).message);
+            // Nothing was stored: the replay fails the step with it, as an in-cluster worker's would.
+            if (isTooLarge(err) && step.status === "completed") {
+              throw new StepResultTooLargeError(
+                refusalMessage(`step '${step.stepKey}'`, step.output, err, "StepResultTooLargeError"),
+              );
+            }
             throw err;
           }
         },
@@ -161,12 +192,32 @@ export function createHttpHost(o: {
       // The spans still buffered go with the completion: one call, and Spool writes them with it.
       await stream.flush();
       const { items, written } = await spans.take();
+      const tooLarge = (err: ProtocolError) =>
+        new WorkflowResultTooLargeError(
+          refusalMessage(`workflow '${push.workflow_id}'`, result, err, "WorkflowResultTooLargeError"),
+        );
       try {
         return await settle("/complete", {
           result,
           worker_id: o.workerId(),
           ...(items.length > 0 ? { step_spans: items.map(toStepSpan) } : {}),
         });
+      } catch (err) {
+        // Refused as too large (processRun then fails the run); the spans still go, on their own. If
+        // the body limit refused it, the spans may be what made it too large: the result goes again
+        // without them.
+        if (!isTooLarge(err)) throw err;
+        if (items.length > 0) {
+          await call("POST", `${run}/step-spans`, { steps: items.map(toStepSpan) }).catch((e) =>
+            o.onError(e, "span write failed"),
+          );
+        }
+        if (items.length === 0 || refusedAs(err, "WorkflowResultTooLargeError")) throw tooLarge(err);
+        try {
+          return await settle("/complete", { result, worker_id: o.workerId() });
+        } catch (again) {
+          throw isTooLarge(again) ? tooLarge(again) : again;
+        }
       } finally {
         written();
       }

@@ -1,5 +1,13 @@
 // The job runner and what it needs, free of any database or queue: the SDK's remote worker
 // bundles this entry (`@spool/engine/runner`).
+
+// The result limit: a process that stores results (worker, API) sets it at start-up.
+export {
+  maxResultBytes,
+  StepResultTooLargeError,
+  setMaxResultBytes,
+  WorkflowResultTooLargeError,
+} from "../runtime/result-size.js";
 export { createHttpHost } from "./http-host.js";
 export { processRun, type RunResult } from "./process-run.js";
 export {

@@ -1,5 +1,7 @@
-import type { WorkflowDefinition } from "@spool/shared";
+import { serializeError, type WorkflowDefinition } from "@spool/shared";
+import type { ReplayOutcome } from "../runtime/journal.js";
 import { replay } from "../runtime/replay.js";
+import { WorkflowResultTooLargeError } from "../runtime/result-size.js";
 import type { RunHost, RunnerLogger } from "./run-host.js";
 
 /** What became of a job, for the worker's log and the queue's job record. */
@@ -49,23 +51,25 @@ export async function processRun(args: {
       publish: (e) => host.publish(e),
       onStepFinished: (r) => host.recordStep(r),
     });
+    const fail = async ({ error, retryable }: Extract<ReplayOutcome, { type: "failed" }>) => {
+      const settled = await host.fail(error, { retryable, maxRetries: definition.options.retries ?? 0 });
+      if (settled === "not_ours") return "stale";
+      log.info({ error: error.message }, settled === "retrying" ? "attempt failed, retrying" : "failed");
+      return settled;
+    };
     // Live events and spans land before the outcome does (each settle verb sees to it).
     switch (outcome.type) {
       case "completed":
-        await host.complete(outcome.result);
+        try {
+          await host.complete(outcome.result);
+        } catch (err) {
+          // The host refused the result as too large (nothing stored): the run fails with that, for good.
+          if (!(err instanceof WorkflowResultTooLargeError)) throw err;
+          return fail({ type: "failed", error: serializeError(err), retryable: false });
+        }
         return "completed";
-      case "failed": {
-        const settled = await host.fail(outcome.error, {
-          retryable: outcome.retryable,
-          maxRetries: definition.options.retries ?? 0,
-        });
-        if (settled === "not_ours") return "stale";
-        log.info(
-          { error: outcome.error.message },
-          settled === "retrying" ? "attempt failed, retrying" : "failed",
-        );
-        return settled;
-      }
+      case "failed":
+        return fail(outcome);
       case "blocked":
         await host.block(outcome.waits);
         return "waiting";

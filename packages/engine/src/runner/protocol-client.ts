@@ -21,6 +21,8 @@ export class ProtocolError extends Error {
     readonly status: number,
     readonly errorType: string,
     message: string,
+    /** The error body's `details`, when it has any. */
+    readonly details?: unknown,
   ) {
     super(message);
   }
@@ -67,8 +69,13 @@ export function createProtocolClient(o: ProtocolClientOptions) {
       try {
         const { res, parsed } = await once(method, path, body, headers);
         if (res.ok) return parsed as T;
-        const e = (parsed ?? {}) as { error?: string; error_type?: string };
-        const error = new ProtocolError(res.status, e.error_type ?? "UNKNOWN", e.error ?? res.statusText);
+        const e = (parsed ?? {}) as { error?: string; error_type?: string; details?: unknown };
+        const error = new ProtocolError(
+          res.status,
+          e.error_type ?? "UNKNOWN",
+          e.error ?? res.statusText,
+          e.details,
+        );
         if (res.status < 500 && res.status !== 429) throw error;
         failure = error;
       } catch (err) {

@@ -60,6 +60,12 @@ export interface Journal {
    */
   saveStep(step: NewStepResult): Promise<JournalStep>;
   /**
+   * The most bytes of JSON a result may take (SPOOL_MAX_STEP_RESULT_BYTES), when the journal knows
+   * it: the replay then fails an oversized step or run without sending its result anywhere. Unset
+   * (a remote worker's journal), the store decides: saveStep throws StepResultTooLargeError.
+   */
+  readonly maxResultBytes?: number;
+  /**
    * The project's current event sequence. A waitForEvent step reads it when first reached, so an
    * event published between then and the run parking still answers it.
    */

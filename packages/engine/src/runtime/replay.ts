@@ -15,12 +15,19 @@ import {
   ExecutionAbortedError,
   type Journal,
   type JournalStep,
+  type NewStepResult,
   type NewWait,
   type ReplayOutcome,
   type StepKind,
   type StepRecord,
   type StepTrace,
 } from "./journal.js";
+import {
+  StepResultTooLargeError,
+  sizedJson,
+  stepResultTooLarge,
+  workflowResultTooLarge,
+} from "./result-size.js";
 import { isMisuse, rebuildError, StepMisuseError, stepKeyOf, withStepKey } from "./step-errors.js";
 import { llmTrace, runToolStep } from "./tool-step.js";
 
@@ -114,13 +121,24 @@ class Replay<I, O> {
     if (this.abortReason !== null) return { type: "aborted", reason: this.abortReason };
     if (first === "blocked") return { type: "blocked", waits: this.waits };
     if (first === "halted") throw new Error("unreachable: a halt sets an abort reason or an error");
-    if (first.ok) return { type: "completed", result: toJson(first.value) };
+    if (first.ok) return this.completed(first.value);
     if (first.err instanceof ExecutionAbortedError) return { type: "aborted", reason: first.err.message };
     const error = serializeError(first.err, stepKeyOf(first.err));
     // Whether the run has attempts left is the engine's call (see failExecution); this says only
     // whether another attempt could help.
     const retryable = !(first.err instanceof NonRetryableError) && !isMisuse(first.err);
     return { type: "failed", error, retryable };
+  }
+
+  /** The run's result, unless it is over the result limit: then the run fails, for good. */
+  private completed(value: unknown): ReplayOutcome {
+    const { json, bytes } = sizedJson(value);
+    const limit = this.o.journal.maxResultBytes;
+    if (limit !== undefined && bytes > limit) {
+      const err = workflowResultTooLarge(this.o.execution.workflowId, bytes, limit);
+      return { type: "failed", error: serializeError(err), retryable: false };
+    }
+    return { type: "completed", result: JSON.parse(json) };
   }
 
   private context(): WorkflowContext<I> {
@@ -248,38 +266,46 @@ class Replay<I, O> {
           // Only the step's own failures count towards its retries (see save()).
           if (err instanceof ExecutionAbortedError || this.halted()) throw err;
           if (err instanceof NonRetryableError || attempt > retries) {
-            const error = serializeError(err);
-            await this.save({
-              stepKey: key,
-              seq,
-              kind,
-              status: "failed",
-              error,
-              attempts: attempt,
-              startedAt,
-            });
-            this.report(key, kind, startedAt, attempt, trace, { status: "failed", error });
-            throw withStepKey(err, key);
+            return await this.failStep({ stepKey: key, seq, kind, attempts: attempt, startedAt }, trace, err);
           }
           await delay(backoffDelay(attempt, opts.backoff, err));
           if (this.halted()) return parked();
           continue;
         }
-        const saved = await this.save({
-          stepKey: key,
-          seq,
-          kind,
-          status: "completed",
-          output: toJson(value),
-          attempts: attempt,
-          startedAt,
-        });
+        const step = { stepKey: key, seq, kind, attempts: attempt, startedAt };
+        // An oversized result is not stored, or sent anywhere: the step fails in its place.
+        const { json, bytes } = sizedJson(value);
+        const limit = this.o.journal.maxResultBytes;
+        if (limit !== undefined && bytes > limit) {
+          return await this.failStep(step, trace, stepResultTooLarge(key, bytes, limit));
+        }
+        let saved: JournalStep;
+        try {
+          saved = await this.save({ ...step, status: "completed", output: JSON.parse(json) });
+        } catch (err) {
+          // The store refused it as too large: how a remote worker, whose journal does not know the
+          // limit, learns of it (Spool's 413).
+          if (err instanceof StepResultTooLargeError) return await this.failStep(step, trace, err);
+          throw err;
+        }
         this.report(key, kind, startedAt, attempt, trace, { status: "completed", output: saved.output });
         return saved.output as Awaited<T>;
       }
     } finally {
       this.settled();
     }
+  }
+
+  /** Stores a step's failure, reports it, and throws it to the workflow (tagged with its key). */
+  private async failStep(
+    step: Pick<NewStepResult, "stepKey" | "seq" | "kind" | "attempts" | "startedAt">,
+    trace: StepTrace,
+    err: unknown,
+  ): Promise<never> {
+    const error = serializeError(err);
+    await this.save({ ...step, status: "failed", error });
+    this.report(step.stepKey, step.kind, step.startedAt, step.attempts, trace, { status: "failed", error });
+    throw withStepKey(err, step.stepKey);
   }
 
   /** A step (or a read the run must not block during) is no longer running. */
@@ -329,6 +355,8 @@ class Replay<I, O> {
     try {
       return await this.o.journal.saveStep(step);
     } catch (err) {
+      // Not the store failing: it refused this result (runStep fails the step instead).
+      if (err instanceof StepResultTooLargeError && step.status === "completed") throw err;
       if (err instanceof ExecutionAbortedError) this.abortReason ??= err.message;
       else this.infrastructureError ??= err;
       this.onHalted?.();

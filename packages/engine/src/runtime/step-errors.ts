@@ -2,6 +2,7 @@
 // rebuilt into the errors a workflow catches.
 import { ChildWorkflowError, deserializeError, type SerializedError } from "@spool/shared";
 import type { JournalStep } from "./journal.js";
+import { StepResultTooLargeError } from "./result-size.js";
 
 /** A workflow bug (duplicate key, bad key): retrying cannot help. */
 export class StepMisuseError extends Error {
@@ -23,6 +24,12 @@ export const stepKeyOf = (err: unknown): Partial<SerializedError> =>
 
 export function rebuildError(stored: JournalStep): Error {
   const e = stored.error ?? { name: "Error", message: `step '${stored.stepKey}' failed` };
+  // Replayed, it stays what it was: not retryable (the same step would return as much again).
+  if (e.name === "StepResultTooLargeError") {
+    const err = new StepResultTooLargeError(e.message);
+    if (e.stack) err.stack = e.stack;
+    return err;
+  }
   if (stored.kind === "invoke" && e.name !== "StepTimeoutError") {
     const childId = (stored.output as { child_execution_id?: string } | null)?.child_execution_id ?? "";
     return new ChildWorkflowError(e.message, childId, e);

@@ -1,6 +1,6 @@
 // Span writes. Every write is an upsert keyed by a derived span id, so a span written again (a
 // replay, a resumed run, a retried job, a duplicate batch from a remote worker) stays one span.
-import { type Db, type Execution, Prisma, type PrismaClient } from "@spool/db";
+import { type Db, type Execution, Prisma, type PrismaClient, type pg } from "@spool/db";
 import type { StepRecord } from "../runtime/journal.js";
 import { executionSpan, type SpanRow, stepSpan, storedStepSpan, waitSpan } from "./span-rows.js";
 
@@ -21,15 +21,15 @@ const upsert = (db: Db, row: SpanRow) => {
   return db.span.upsert({ where: { spanId }, create: row, update: rest });
 };
 
-/** Steps a worker just ran, written in one transaction. */
-export async function recordSteps(
-  prisma: PrismaClient,
-  e: ExecutionRef,
-  records: StepRecord[],
-): Promise<SpanRow[]> {
+/** Steps a worker just ran, written in one statement. */
+export async function recordSteps(pool: pg.Pool, e: ExecutionRef, records: StepRecord[]): Promise<SpanRow[]> {
   if (records.length === 0) return [];
   const rows = records.map((r) => stepSpan(e, r));
-  await prisma.$transaction(rows.map((row) => upsert(prisma, row)));
+  await pool.query({
+    name: "spool_upsert_spans",
+    text: upsertSpansFromJson("$1"),
+    values: [spanRowsParam(rows)],
+  });
   return rows;
 }
 

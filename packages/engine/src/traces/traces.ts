@@ -1,5 +1,5 @@
 import type { Db, Execution, PrismaClient, pg } from "@spool/db";
-import type { Logger } from "@spool/shared";
+import { DEFAULT_DETAIL_PAGE_SIZE, type Logger } from "@spool/shared";
 import { lockExecution } from "../execution/lock.js";
 import type { StepRecord } from "../runtime/journal.js";
 import { getTrace, listTraces, type TraceFilter } from "./query-traces.js";
@@ -45,7 +45,7 @@ export class Traces {
   }
 
   async recordSteps(execution: ExecutionRef, records: StepRecord[]): Promise<void> {
-    this.export(await recordSteps(this.prisma, execution, records));
+    this.export(await recordSteps(this.pool, execution, records));
   }
 
   /**
@@ -103,8 +103,13 @@ export class Traces {
     return listTraces(this.prisma, projectId, filter, page);
   }
 
-  get(projectId: string, traceId: string) {
-    return getTrace(this.prisma, projectId, traceId);
+  /** One page of a trace's spans (the first, of the API's default size, unless told), with its summary. */
+  get(
+    projectId: string,
+    traceId: string,
+    page: { limit: number; cursor?: string } = { limit: DEFAULT_DETAIL_PAGE_SIZE },
+  ) {
+    return getTrace(this.prisma, projectId, traceId, page);
   }
 
   async close(): Promise<void> {

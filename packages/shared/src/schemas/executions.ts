@@ -142,7 +142,14 @@ export const StepResponse = z
   })
   .openapi("Step");
 
-export const ListStepsResponse = z.object({ steps: z.array(StepResponse) }).openapi("ListStepsResponse");
+export const ListStepsResponse = z
+  .object({
+    steps: z
+      .array(StepResponse)
+      .openapi({ description: "One page of the steps, in the order the run reached them" }),
+    next_cursor: NextCursor,
+  })
+  .openapi("ListStepsResponse");
 
 export const ResumeExecutionBody = z
   .object({ data: JsonObject.default({}).openapi({ description: "Returned by the suspended step" }) })

@@ -77,9 +77,12 @@ export const TraceResponse = z
     status: z.string().nullable(),
     started_at: Timestamp,
     ended_at: NullableTimestamp,
-    span_count: z.number().int(),
-    error_count: z.number().int(),
-    spans: z.array(SpanResponse),
+    span_count: z.number().int().openapi({ description: "Spans in the whole trace (not only this page)" }),
+    error_count: z.number().int().openapi({ description: "Spans of the whole trace that have an error" }),
+    spans: z.array(SpanResponse).openapi({
+      description: "One page of the spans: oldest first; parents before children when they start together",
+    }),
+    next_cursor: NextCursor,
   })
   .openapi("Trace");
 
