@@ -6,7 +6,8 @@
 //  2. Applies migrations.
 //  3. Starts the API, waits for /api/v1/health, then makes sure a "default" project and a project API key
 //     exist (reused from <data dir>/dev.json across runs), then starts the worker and the scheduler.
-//  4. Ctrl-C / SIGTERM stops everything in order: apps first (SIGTERM, SIGKILL after 10 s), then services.
+//  4. Once up, an app that dies is restarted (backoff 1 s doubling to 30 s); the others keep running.
+//  5. Ctrl-C / SIGTERM stops everything in order: apps first (SIGTERM, SIGKILL after 10 s), then services.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
@@ -143,18 +144,39 @@ function isPortFree(p) {
   });
 }
 
+/** Once everything is up, an app that dies is started again (after a backoff) instead of stopping dev. */
+let supervising = false;
+const RESTART_BACKOFF_MS = { initial: 1_000, max: 30_000, stableAfter: 60_000 };
+/** @type {Map<string, { failures: number }>} */
+const restarts = new Map();
+
 function startApp(name, env) {
   const entry = APPS[name];
   if (!existsSync(join(repoRoot, entry))) throw new DevError(`${entry} does not exist`);
+  const startedAt = Date.now();
   const child = spawn(process.execPath, ["--import", "tsx", entry], { cwd: repoRoot, env, stdio: "inherit" });
   children.set(name, child);
   child.once("error", (err) => {
-    if (!shuttingDown) shutdown(1, `${name} could not be started: ${err.message}`);
+    if (!shuttingDown && !supervising) shutdown(1, `${name} could not be started: ${err.message}`);
   });
   child.once("exit", (code, signal) => {
-    if (!shuttingDown) {
+    if (shuttingDown) return;
+    if (!supervising) {
       shutdown(1, `${name} exited unexpectedly (code ${code}, signal ${signal}); shutting everything down`);
+      return;
     }
+    // The others keep running; this one comes back, sooner if it had been up a while.
+    const record = restarts.get(name) ?? { failures: 0 };
+    if (Date.now() - startedAt >= RESTART_BACKOFF_MS.stableAfter) record.failures = 0;
+    const delay = Math.min(RESTART_BACKOFF_MS.max, RESTART_BACKOFF_MS.initial * 2 ** record.failures);
+    record.failures++;
+    restarts.set(name, record);
+    log(`${name} exited unexpectedly (code ${code}, signal ${signal}); restarting it in ${delay / 1000} s`);
+    setTimeout(() => {
+      if (shuttingDown) return;
+      log(`restarting ${name}`);
+      startApp(name, env);
+    }, delay).unref();
   });
   return child;
 }
@@ -360,6 +382,7 @@ async function main() {
   await waitForWorker(worker, { projectId, apiKey, since: workerStartedAt });
   if (shuttingDown) return;
 
+  supervising = true;
   banner({ projectId, apiKey, adminKey, databaseUrl, redisUrl });
 }
 

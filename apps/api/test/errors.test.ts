@@ -1,5 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { beforeAll, describe, expect, it } from "vitest";
+import { request as httpRequest } from "node:http";
+import type { AddressInfo } from "node:net";
+import { serve } from "@hono/node-server";
+import { beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { createTestApi, expectError } from "./harness.js";
 import {
   BODY_CASES,
@@ -58,6 +61,62 @@ describe("error contract", () => {
       "PAYLOAD_TOO_LARGE",
     );
     expect(await api.engine.prisma.deployment.count()).toBe(before);
+  });
+
+  it("over HTTP, a body past the limit is 413 whether it declares its length or comes chunked", async () => {
+    const server = serve({ fetch: api.fetch, port: 0, hostname: "127.0.0.1" });
+    onTestFinished(() => {
+      server.close();
+    });
+    await new Promise<void>((resolve) => server.once("listening", resolve));
+    const { port } = server.address() as AddressInfo;
+    const post = (body: string, chunked: boolean) =>
+      new Promise<{ status: number; body: { error_type?: string } }>((resolve, reject) => {
+        const req = httpRequest(
+          {
+            host: "127.0.0.1",
+            port,
+            method: "POST",
+            path: "/api/v1/workers/deployments",
+            headers: {
+              authorization: `Bearer ${p.key}`,
+              "x-project-id": p.projectId,
+              "content-type": "application/json",
+              ...(chunked
+                ? { "transfer-encoding": "chunked" }
+                : { "content-length": Buffer.byteLength(body) }),
+            },
+          },
+          (res) => {
+            let text = "";
+            res.on("data", (d: Buffer) => {
+              text += d;
+            });
+            res.on("end", () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+          },
+        );
+        req.on("error", reject);
+        // Chunked: sent in pieces, so the limit is met while the body streams in.
+        if (chunked) for (let i = 0; i < body.length; i += 1000) req.write(body.slice(i, i + 1000));
+        else req.write(body);
+        req.end();
+      });
+    const before = await api.engine.prisma.deployment.count();
+    const big = JSON.stringify({ deployment_id: `big-${randomUUID()}`, pad: "y".repeat(10_000) });
+    for (const chunked of [false, true]) {
+      const res = await post(big, chunked);
+      expect(res, `chunked: ${chunked}`).toMatchObject({
+        status: 413,
+        body: { error_type: "PAYLOAD_TOO_LARGE" },
+      });
+    }
+    expect(await api.engine.prisma.deployment.count()).toBe(before);
+    // Under the limit, both ways are accepted.
+    for (const chunked of [false, true]) {
+      const res = await post(JSON.stringify({ deployment_id: `small-${randomUUID()}` }), chunked);
+      expect(res.status, `chunked: ${chunked}`).toBeLessThan(300);
+    }
+    expect(await api.engine.prisma.deployment.count()).toBe(before + 2);
   });
 
   it("unknown routes are a JSON 404", async () => {
@@ -219,7 +278,13 @@ describe("error contract", () => {
           if (values.length > 0) swept.push(`${path} ${param.name}`);
           for (const value of values) {
             const query = new URLSearchParams({ ...BASE_QUERY[path], [param.name]: value });
-            const res = await call("GET", `${concrete(path)}?${query}`);
+            // Keys are listed by the admin key (or an admin-scoped key) only.
+            const res = await call(
+              "GET",
+              `${concrete(path)}?${query}`,
+              undefined,
+              path.includes("/api-keys"),
+            );
             const problem = await problemOf(res, param.name);
             if (problem) failures.push(`GET ${path} ${param.name}=${JSON.stringify(value)}: ${problem}`);
           }

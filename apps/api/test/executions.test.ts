@@ -58,6 +58,14 @@ describe("executions over HTTP", () => {
     expect(got).toMatchObject({ id: receipt.execution_id, input: { n: 1 }, status: "queued", attempt: 1 });
 
     await expectError(await run(a, "nope"), 404, "NOT_FOUND");
+    // Waiting for it changes nothing: still 404, at once, and nothing is created.
+    const before = await executionCount(a);
+    const waited = await call(a, "/api/v1/workflows/nope/run?wait=30", {
+      method: "POST",
+      json: { input: {} },
+    });
+    await expectError(waited, 404, "NOT_FOUND");
+    expect(await executionCount(a)).toBe(before);
   });
 
   it("a repeated Idempotency-Key returns the first receipt and starts nothing; another body is 409", async () => {

@@ -7,7 +7,9 @@ import { afterAll, inject } from "vitest";
 import { Engine } from "../src/engine.js";
 import { databaseOfThisFile } from "./file-database.js";
 
-export async function createTestEngine(options: { clock?: () => Date; workflows?: string[] } = {}) {
+export async function createTestEngine(
+  options: { clock?: () => Date; workflows?: string[]; limits?: { maxQueuesPerProject?: number } } = {},
+) {
   const { prisma, pool } = createDatabase({ databaseUrl: await databaseOfThisFile(), maxConnections: 5 });
   const redis = new Redis(inject("redisUrl"), { lazyConnect: true, maxRetriesPerRequest: 1 });
   redis.on("error", () => {});
@@ -18,6 +20,7 @@ export async function createTestEngine(options: { clock?: () => Date; workflows?
     redisUrl: inject("redisUrl"),
     logger: createLogger("engine-test", "silent"),
     clock: options.clock,
+    limits: options.limits,
   });
   afterAll(async () => {
     await engine.close();

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { type Db, type Execution, type JsonInput, jsonOrNull, type pg } from "@spool/db";
 import { isUuid, notFound } from "@spool/shared";
 import { type DispatchRequest, runJobId } from "../dispatch/dispatcher.js";
+import { assertRoomForQueues, DEFAULT_MAX_QUEUES_PER_PROJECT } from "../registry/queue-cap.js";
 import { EXECUTION_FIELDS } from "../sql/rows.js";
 
 export const DEFAULT_QUEUE = "default";
@@ -41,6 +42,7 @@ export async function createExecutions(
   tx: Db,
   projectId: string,
   requests: RunRequest[],
+  maxQueuesPerProject = DEFAULT_MAX_QUEUES_PER_PROJECT,
 ): Promise<{ executions: Execution[]; dispatch: DispatchRequest[]; queues: NewQueue[] }> {
   const executions: Execution[] = [];
   const queues: NewQueue[] = [];
@@ -66,6 +68,14 @@ export async function createExecutions(
         : null;
       if (!parent) throw notFound("parent execution", r.parentExecutionId);
       rootExecutionId = parent.rootExecutionId ?? parent.id;
+    } else if (r.rootExecutionId) {
+      // Without a parent, a given root must be a run of this project: the root decides the trace a
+      // run joins (trace id = root id), and another project's trace is none of its business.
+      const root = isUuid(r.rootExecutionId)
+        ? await tx.execution.findFirst({ where: { id: r.rootExecutionId, projectId }, select: { id: true } })
+        : null;
+      if (!root) throw notFound("root execution", r.rootExecutionId);
+      rootExecutionId = root.id;
     }
     const id = randomUUID();
     const now = new Date();
@@ -83,7 +93,7 @@ export async function createExecutions(
           concurrencyKey: r.concurrencyKey ?? null,
           parentExecutionId: r.parentExecutionId ?? null,
           // A root execution is its own root: one trace per root (trace_id = root id).
-          rootExecutionId: rootExecutionId ?? r.rootExecutionId ?? id,
+          rootExecutionId: rootExecutionId ?? id,
           stepKey: r.stepKey ?? null,
           waitForSubworkflow: r.waitForSubworkflow ?? false,
           runTimeoutSeconds: r.runTimeoutSeconds ?? null,
@@ -98,6 +108,10 @@ export async function createExecutions(
       }),
     );
   }
+  const limitedQueues = requests.flatMap((r, i) =>
+    r.queueConcurrencyLimit ? [executions[i]!.queueName] : [],
+  );
+  await assertRoomForQueues(tx, projectId, limitedQueues, maxQueuesPerProject);
   for (const [i, r] of requests.entries()) {
     const name = executions[i]!.queueName;
     if (!r.queueConcurrencyLimit || queues.some((q) => q.name === name)) continue;
@@ -110,32 +124,37 @@ export async function createExecutions(
   return { executions, dispatch: executions.map(runDispatch), queues };
 }
 
-// Purpose: a root run of a registered workflow, in one autocommitted statement (no transaction
-// round trips). Params: id, project, workflow, deployment (or null: the newest registration), queue
-// (or null: the registration's, else 'default'), input, concurrency key, root id (or null: itself),
-// step key, wait_for_subworkflow, run timeout, deadline, initial state, session, user, traceparent,
+// Purpose: a root run (its own root) of a registered workflow, in one autocommitted statement (no
+// transaction round trips). Params: id, project, workflow, deployment (or null: the newest
+// registration), queue (or null: the registration's, else 'default'), input, concurrency key, step
+// key, wait_for_subworkflow, run timeout, deadline, initial state, session, user, traceparent,
 // channel context, now. Locks: none. Result: the new row, or none when the workflow is not registered.
 const INSERT_ROOT_RUN = `
   INSERT INTO executions (id, project_id, workflow_id, workflow_type, deployment_id, queue_name, status,
     input, concurrency_key, root_execution_id, step_key, wait_for_subworkflow, run_timeout_seconds,
     deadline_at, initial_state, session_id, user_id, otel_traceparent, channel_context, created_at, updated_at)
   SELECT $1::uuid, $2::uuid, r.workflow_id, r.workflow_type, r.deployment_id,
-         COALESCE($5, r.queue_name, '${DEFAULT_QUEUE}'), 'queued', $6::jsonb, $7, COALESCE($8::uuid, $1::uuid),
-         $9, $10, $11, $12, $13::jsonb, $14, $15, $16, $17::jsonb, $18, $18
+         COALESCE($5, r.queue_name, '${DEFAULT_QUEUE}'), 'queued', $6::jsonb, $7, $1::uuid,
+         $8, $9, $10, $11, $12::jsonb, $13, $14, $15, $16::jsonb, $17, $17
     FROM (SELECT workflow_id, workflow_type, deployment_id, queue_name FROM workflow_registrations
            WHERE project_id = $2::uuid AND workflow_id = $3 AND ($4::text IS NULL OR deployment_id = $4)
            ORDER BY updated_at DESC LIMIT 1) r
   RETURNING ${EXECUTION_FIELDS}`;
 
 /** Whether createRootRun can take a request: a root run that creates no queue. */
-export const isPlainRootRun = (r: RunRequest) => !r.parentExecutionId && !r.queueConcurrencyLimit;
+export const isPlainRootRun = (r: RunRequest) =>
+  !r.parentExecutionId && !r.rootExecutionId && !r.queueConcurrencyLimit;
 
 /**
  * The hot path of `POST …/run`: the same row createExecutions would insert for a root run, in one
  * statement; the caller enqueues `runDispatch` of it.
  */
-export async function createRootRun(pool: pg.Pool, projectId: string, r: RunRequest): Promise<Execution> {
-  const id = randomUUID();
+export async function createRootRun(
+  pool: pg.Pool,
+  projectId: string,
+  r: RunRequest,
+  id: string = randomUUID(),
+): Promise<Execution> {
   const now = new Date();
   const json = (v: unknown) => (v === null || v === undefined ? null : JSON.stringify(v));
   const { rows } = await pool.query<Execution>({
@@ -149,7 +168,6 @@ export async function createRootRun(pool: pg.Pool, projectId: string, r: RunRequ
       r.queueName ?? null,
       JSON.stringify(r.input ?? {}),
       r.concurrencyKey ?? null,
-      r.rootExecutionId ?? null,
       r.stepKey ?? null,
       r.waitForSubworkflow ?? false,
       r.runTimeoutSeconds ?? null,
