@@ -21,6 +21,8 @@ const STEP_KEYS = ["one", "two", "three"];
 // Every turn-ending transition is announced here; the bench workflows never park, so the one
 // announcement of a run is its finish.
 const SETTLED_CHANNEL = "spool:settled";
+/** The run id of an announcement: its id, then (for a small finished run) a newline and its row. */
+const announcedId = (message: string) => message.split("\n", 1)[0]!;
 
 const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -203,7 +205,7 @@ export async function throughputScenario(
   sub.on("error", () => {});
   // Finish announcements, to know the backlog while sending without polling the API.
   const finishedAt = new Map<string, number>();
-  sub.on("message", (_c: string, id: string) => finishedAt.set(id, performance.now()));
+  sub.on("message", (_c: string, m: string) => finishedAt.set(announcedId(m), performance.now()));
   await sub.subscribe(SETTLED_CHANNEL);
 
   const pids: Record<string, number> = {};
@@ -278,8 +280,8 @@ export async function throughputScenario(
         .finally(() => pending.delete(p));
       pending.add(p);
     };
-    const onFinish = (_c: string, id: string) => {
-      if (ours.has(id)) outstanding--;
+    const onFinish = (_c: string, m: string) => {
+      if (ours.has(announcedId(m))) outstanding--;
     };
     sub.on("message", onFinish);
 

@@ -1,3 +1,4 @@
+import { traceIdOf } from "@spool/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { countOf } from "../fixtures/side-effects.js";
 import { eventually, type Proc, type System, startSystem } from "./harness.js";
@@ -35,9 +36,36 @@ describe("durable execution (real API, worker and scheduler processes)", () => {
       { input: { n: 1 } },
     );
     expect(finished).toMatchObject({ status: "completed", result: { a: 2, b: 4, c: "n=1 -> 4" } });
-    // The ?wait answer is the run as stored.
+    // The ?wait answer (from the finish announcement when it carries the row) is the run as stored.
     const { execution_id: _id, ...waited } = finished;
     expect(await sys.client.request("GET", `/executions/${finished.execution_id}`)).toEqual(waited);
+
+    // A run that fails answers with its error; a repeated Idempotency-Key answers with the same run.
+    const failed = await fetch(`${sys.apiUrl}/api/v1/workflows/fatal/run?wait=10`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${sys.apiKey}`,
+        "x-project-id": sys.projectId,
+        "content-type": "application/json",
+        "idempotency-key": `fatal-${finished.execution_id}`,
+      },
+      body: JSON.stringify({ input: {} }),
+    });
+    expect(failed.status).toBe(200);
+    const failedBody = (await failed.json()) as { execution_id: string; status: string; error: unknown };
+    expect(failedBody).toMatchObject({ status: "failed", error: { message: "order total is negative" } });
+    const again = await fetch(`${sys.apiUrl}/api/v1/workflows/fatal/run?wait=10`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${sys.apiKey}`,
+        "x-project-id": sys.projectId,
+        "content-type": "application/json",
+        "idempotency-key": `fatal-${finished.execution_id}`,
+      },
+      body: JSON.stringify({ input: {} }),
+    });
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(await again.json()).toEqual(failedBody);
 
     const res = await fetch(`${sys.apiUrl}/api/v1/workflows/sleeper/run?wait=0.3`, {
       method: "POST",
@@ -58,6 +86,24 @@ describe("durable execution (real API, worker and scheduler processes)", () => {
     );
     expect(done.status).toBe("completed");
     expect(Date.now() - started).toBeLessThan(5000); // woken by the finish, not by the 10 s limit
+  });
+
+  it("a run whose step spans were written in parts (a slow step) has every step once in its trace", async () => {
+    const done = await sys.client.request<{ execution_id: string; status: string; result: unknown }>(
+      "POST",
+      "/workflows/slow-middle/run?wait=10",
+      { input: {} },
+    );
+    expect(done).toMatchObject({ status: "completed", result: "done" });
+    const trace = await sys.client.request<{
+      spans: { name: string; ended_at: string | null; error: unknown }[];
+    }>("GET", `/traces/${traceIdOf(done.execution_id)}`);
+    expect(trace.spans.map((s) => [s.name, s.ended_at !== null, s.error]).sort()).toEqual([
+      ["first", true, null],
+      ["last", true, null],
+      ["slow", true, null],
+      ["slow-middle", true, null],
+    ]);
   });
 
   it("suspend → resume with data → continues with it and completes; a second resume is 409", async () => {

@@ -1,5 +1,5 @@
 import { Redis } from "ioredis";
-import { describe, expect, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { FinishWatcher } from "../src/execution/finish-watcher.js";
 
 describe("FinishWatcher (the ?wait= long-poll)", () => {
@@ -11,9 +11,38 @@ describe("FinishWatcher (the ?wait= long-poll)", () => {
     const watcher = new FinishWatcher(redis);
     try {
       const started = Date.now();
-      const answer = await watcher.wait(async () => ({ status: "running" }), "some-id", 300);
+      const answer = await watcher.wait("some-id", async () => ({ status: "running" }), 300);
       expect(answer).toEqual({ status: "running" });
       expect(Date.now() - started).toBeLessThan(5000);
+    } finally {
+      watcher.close();
+      redis.disconnect();
+    }
+  });
+
+  it("stops at once, reading nothing more, when its caller goes away", async () => {
+    const redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1 });
+    const watcher = new FinishWatcher(redis);
+    try {
+      const gone = new AbortController();
+      let reads = 0;
+      const waiting = watcher.wait(
+        "some-id",
+        async () => {
+          reads++;
+          if (reads === 1) setImmediate(() => gone.abort());
+          return { status: "running" };
+        },
+        60_000,
+        { signal: gone.signal },
+      );
+      // Resolves on the abort, not after its 60 s wait, and with the one read it made.
+      expect(await waiting).toEqual({ status: "running" });
+      expect(reads).toBe(1);
+      // Already gone before it starts: no wait at all.
+      expect(
+        await watcher.wait("other-id", async () => ({ status: "queued" }), 60_000, { signal: gone.signal }),
+      ).toEqual({ status: "queued" });
     } finally {
       watcher.close();
       redis.disconnect();

@@ -1,4 +1,5 @@
 import type { Execution } from "@spool/db";
+import { isTerminal } from "@spool/shared";
 import type { EngineDeps } from "../deps.js";
 import { notifyParent } from "./notify-parent.js";
 
@@ -9,9 +10,44 @@ import { notifyParent } from "./notify-parent.js";
  */
 export const SETTLED_CHANNEL = "spool:settled";
 
-/** Best effort: watchers also re-check on their own. */
+/** The largest finished row an announcement carries; a larger one is re-read by whoever waits. */
+const MAX_ANNOUNCED_ROW_CHARS = 8 * 1024;
+
+const DATE_FIELDS = [
+  "createdAt",
+  "updatedAt",
+  "startedAt",
+  "completedAt",
+  "cancelledAt",
+  "deadlineAt",
+] as const satisfies readonly (keyof Execution)[];
+
+/**
+ * Best effort: watchers also re-check on their own. The message is the run's id; a finished run's
+ * announcement also carries its committed row (`<id>\n<row as JSON>`) when small, so a `?wait=`
+ * request answers without reading it again.
+ */
 export async function announceSettled(deps: Pick<EngineDeps, "redis">, execution: Execution): Promise<void> {
-  await deps.redis.publish(SETTLED_CHANNEL, execution.id).catch(() => {});
+  let message = execution.id;
+  if (isTerminal(execution.status)) {
+    const row = JSON.stringify(execution);
+    if (row.length <= MAX_ANNOUNCED_ROW_CHARS) message = `${execution.id}\n${row}`;
+  }
+  await deps.redis.publish(SETTLED_CHANNEL, message).catch(() => {});
+}
+
+/** An announcement's run id, and the row it carries (parsed only when asked for). */
+export function readAnnouncement(message: string): { id: string; row: () => Execution | undefined } {
+  const nl = message.indexOf("\n");
+  if (nl < 0) return { id: message, row: () => undefined };
+  return {
+    id: message.slice(0, nl),
+    row: () => {
+      const row = JSON.parse(message.slice(nl + 1)) as Record<string, unknown>;
+      for (const f of DATE_FIELDS) if (typeof row[f] === "string") row[f] = new Date(row[f] as string);
+      return row as unknown as Execution;
+    },
+  };
 }
 
 /**

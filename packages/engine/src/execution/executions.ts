@@ -1,9 +1,12 @@
+import { randomUUID } from "node:crypto";
 import type { Execution, Prisma, StepResult } from "@spool/db";
 import {
+  decodeSeqCursor,
   decodeTimeCursor,
   type ExecutionStatus,
   isUuid,
   notFound,
+  seqCursorOf,
   timeCursorOf,
   toPage,
 } from "@spool/shared";
@@ -76,10 +79,42 @@ export class Executions {
   }
 
   /** The execution once it is terminal, or as it stands after `waitMs` (long-poll for `?wait=`). */
-  async waitFor(projectId: string, executionId: string, waitMs: number) {
+  async waitFor(projectId: string, executionId: string, waitMs: number, signal?: AbortSignal) {
     if (waitMs <= 0) return this.get(projectId, executionId);
     // The watcher's first read answers at once for a run already finished (or unknown: 404).
-    return this.watcher.wait(() => this.get(projectId, executionId), executionId, waitMs);
+    return this.watcher.wait(executionId, () => this.get(projectId, executionId), waitMs, {
+      fromAnnounced: this.announcedView(projectId),
+      signal,
+    });
+  }
+
+  /**
+   * Starts one run and waits for it as waitFor does (`POST …/run?wait=`). A plain new run is
+   * watched from before it exists, so the wait reads nothing until its finish is announced.
+   */
+  async runAndWait(
+    projectId: string,
+    request: RunRequest,
+    idempotencyKey: string | null | undefined,
+    waitMs: number,
+    signal?: AbortSignal,
+  ) {
+    if (waitMs > 0 && !idempotencyKey && isPlainRootRun(request) && !waitedChildrenOf([request], false)) {
+      const id = randomUUID();
+      const execution = await this.watcher.wait(id, () => this.get(projectId, id), waitMs, {
+        fromAnnounced: this.announcedView(projectId),
+        first: async () => ({ ...(await this.createPlainRun(projectId, request, id)), suspendedData: null }),
+        signal,
+      });
+      return { execution, replayed: false };
+    }
+    const { receipt, replayed } = await this.run(projectId, request, idempotencyKey);
+    return { execution: await this.waitFor(projectId, receipt.execution_id, waitMs, signal), replayed };
+  }
+
+  /** A finished run's announced row is the committed one; a finished run shows no suspended data. */
+  private announcedView(projectId: string) {
+    return (row: Execution) => (row.projectId === projectId ? { ...row, suspendedData: null } : undefined);
   }
 
   close(): void {
@@ -90,9 +125,7 @@ export class Executions {
   async run(projectId: string, request: RunRequest, idempotencyKey?: string | null) {
     // The hot path: a plain root run is one statement, then its job.
     if (!idempotencyKey && isPlainRootRun(request) && !waitedChildrenOf([request], false)) {
-      const execution = await createRootRun(this.deps.pool, projectId, request);
-      await this.deps.dispatcher.dispatch([runDispatch(execution)]);
-      return { receipt: receipt(execution), replayed: false };
+      return { receipt: receipt(await this.createPlainRun(projectId, request)), replayed: false };
     }
     const result = await withIdempotency(
       this.deps.prisma,
@@ -104,6 +137,13 @@ export class Executions {
     );
     if (result.after) await this.afterCreate(result.after);
     return { receipt: result.body, replayed: result.replayed };
+  }
+
+  /** The hot path of a plain root run: one statement, then its job. */
+  private async createPlainRun(projectId: string, request: RunRequest, id?: string) {
+    const execution = await createRootRun(this.deps.pool, projectId, request, id);
+    await this.deps.dispatcher.dispatch([runDispatch(execution)]);
+    return execution;
   }
 
   /** Starts several runs, all or nothing, receipts in request order. */
@@ -129,7 +169,12 @@ export class Executions {
   ) {
     const waited = waitedChildrenOf(requests, batch);
     if (!waited) {
-      const { executions, dispatch, queues } = await createExecutions(tx, projectId, requests);
+      const { executions, dispatch, queues } = await createExecutions(
+        tx,
+        projectId,
+        requests,
+        this.deps.limits.maxQueuesPerProject,
+      );
       return { executions, after: { dispatch, queues, parent: null, spans: [] } };
     }
     const { executions, ...after } = await startWaitedChildren(this.deps, tx, projectId, waited, requests);
@@ -144,13 +189,8 @@ export class Executions {
   }) {
     this.deps.traces.publish(after.spans);
     // A queue a run created gets its limit at once (the sweep re-applies limits Redis forgets).
-    for (const q of after.queues) {
-      await this.deps.dispatcher
-        .setConcurrency(q.projectId, q.name, q.concurrencyLimit)
-        .catch((err) =>
-          this.deps.logger.warn({ err: String(err), queue: q.name }, "queue limit not applied yet"),
-        );
-    }
+    for (const q of after.queues)
+      await this.deps.dispatcher.setConcurrency(q.projectId, q.name, q.concurrencyLimit);
     await this.deps.dispatcher.dispatch(after.dispatch);
     if (after.parent) await announceSettled(this.deps, after.parent);
   }
@@ -203,10 +243,26 @@ export class Executions {
     return toPage(rows, page.limit, (e) => timeCursorOf(e.createdAt, e.id));
   }
 
-  /** Steps in the order the workflow first reached them. */
-  async steps(projectId: string, executionId: string): Promise<StepResult[]> {
+  /**
+   * One page of the steps, in the order the workflow first reached them: keyset-paged on (seq, id),
+   * the id breaking ties (two steps a remote worker reports at once may share a seq).
+   */
+  async steps(
+    projectId: string,
+    executionId: string,
+    page: { limit: number; cursor?: string },
+  ): Promise<{ items: StepResult[]; nextCursor: string | null }> {
+    const after = decodeSeqCursor(page.cursor);
     await this.get(projectId, executionId);
-    return this.deps.prisma.stepResult.findMany({ where: { executionId }, orderBy: { seq: "asc" } });
+    const rows = await this.deps.prisma.stepResult.findMany({
+      where: {
+        executionId,
+        ...(after ? { OR: [{ seq: { gt: after.seq } }, { seq: after.seq, id: { gt: after.id } }] } : {}),
+      },
+      orderBy: [{ seq: "asc" }, { id: "asc" }],
+      take: page.limit + 1,
+    });
+    return toPage(rows, page.limit, (s) => seqCursorOf(s.seq, s.id));
   }
 
   resume(projectId: string, executionId: string, data: unknown) {
@@ -229,10 +285,10 @@ export class Executions {
    */
   untilLeaves(executionId: string, lease: number, timeoutMs: number) {
     return this.watcher.wait(
-      () => this.deps.prisma.execution.findUniqueOrThrow({ where: { id: executionId } }),
       executionId,
+      () => this.deps.prisma.execution.findUniqueOrThrow({ where: { id: executionId } }),
       timeoutMs,
-      (e) => e.status !== "running" || e.lease !== lease,
+      { done: (e) => e.status !== "running" || e.lease !== lease },
     );
   }
 

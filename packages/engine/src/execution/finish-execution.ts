@@ -17,12 +17,13 @@ import { rawTransition, transition } from "./transition.js";
 
 const COMPLETE = rawTransition(["running"], "completed");
 
-// Purpose: running → completed with the run's trace (its own span and the spans of its steps), in
-// one round trip. Only for a run without waits whose every stored step is among the given spans:
-// anything parked or answered from outside, or a step whose span the caller lacks, takes
+// Purpose: running → completed with the run's trace (its own span and the spans of its steps not
+// written yet), in one round trip. Only for a run without waits whose every stored step ran in this
+// job: anything parked or answered from outside, or a step another job ran, takes
 // completeExecution's transaction. Params: execution, dispatch seq, lease, result, now,
-// from-statuses, span rows (spanRowsParam), the spans' step keys. Locks: the execution row. Result:
-// the completed row, or none (not this claim's any more, it has waits, or a step is not covered).
+// from-statuses, span rows (spanRowsParam), the keys of the steps this job ran. Locks: the
+// execution row. Result: the completed row, or none (not this claim's any more, it has waits, or a
+// step is not covered).
 const COMPLETE_WITHOUT_WAITS = `
   WITH done AS (
     UPDATE executions e
@@ -42,7 +43,7 @@ const COMPLETE_WITHOUT_WAITS = `
  */
 async function completeWithoutWaits(
   deps: EngineDeps,
-  args: { started: Execution; claim: Claim; result: unknown; steps: StepRecord[] },
+  args: { started: Execution; claim: Claim; result: unknown; steps: StepRecord[]; ran: string[] },
 ): Promise<Execution | null> {
   const now = new Date();
   const result = args.result === undefined || args.result === null ? null : args.result;
@@ -69,7 +70,7 @@ async function completeWithoutWaits(
       now,
       COMPLETE.from,
       spanRowsParam(spans),
-      args.steps.map((r) => r.stepKey),
+      args.ran,
     ],
   });
   const row = rows[0];
@@ -81,8 +82,9 @@ async function completeWithoutWaits(
 
 /**
  * running → completed. Null when the run was no longer this dispatch's (cancelled, handed back).
- * `fresh` is the worker's run as it started it, with the spans of the steps it ran not yet written:
- * when they cover every stored step and the run has no waits, it ends in one round trip.
+ * `fresh` is the worker's run as it started it, the steps whose spans it has not written yet, and the
+ * keys of every step it ran: when those cover every stored step and the run has no waits, it ends
+ * in one round trip.
  */
 export async function completeExecution(
   deps: EngineDeps,
@@ -90,7 +92,7 @@ export async function completeExecution(
     executionId: string;
     claim: Claim;
     result: unknown;
-    fresh?: { started: Execution; steps: StepRecord[] };
+    fresh?: { started: Execution; steps: StepRecord[]; ran: string[] };
   },
 ): Promise<Execution | null> {
   if (args.fresh) {

@@ -1,60 +1,78 @@
 import type { Execution } from "@spool/db";
 import { isTerminal } from "@spool/shared";
 import type { Redis } from "ioredis";
-import { SETTLED_CHANNEL } from "./after-finish.js";
+import { readAnnouncement, SETTLED_CHANNEL } from "./after-finish.js";
 
 /** Re-check interval while waiting, for announcements lost while Redis was away. */
 const RECHECK_MS = 2000;
 
 /**
  * Lets a caller wait for a run to settle without polling: one Redis subscription per process
- * (opened on first use) wakes the waiters of the announced run, who re-read it from Postgres. A
+ * (opened on first use) wakes the waiters of the announced run, who re-read it from Postgres unless
+ * the announcement carries the finished row they wait for. A
  * `?wait=` request waits for a terminal status; a push dispatcher for the run to leave the worker
  * it pushed it to.
  */
 export class FinishWatcher {
   private subscriber: Redis | null = null;
-  private readonly waiters = new Map<string, Set<() => void>>();
+  private readonly waiters = new Map<string, Set<(row?: Execution) => void>>();
 
   constructor(private readonly redis: Redis) {}
 
   /**
    * The execution once `done` holds for it (default: terminal), or as it is when `timeoutMs` has
    * passed. The waiter is registered before each read, so an announcement between the read and the
-   * wait is never missed.
+   * wait is never missed. `first` replaces the first read: what it returns must be read (or
+   * created) after it is called, as the run is only watched from then on.
    */
   async wait<T extends Pick<Execution, "status">>(
-    read: () => Promise<T>,
     executionId: string,
+    read: () => Promise<T>,
     timeoutMs: number,
-    done: (current: T) => boolean = (current) => isTerminal(current.status),
+    o: {
+      done?: (current: T) => boolean;
+      /** The caller's view of a finished row an announcement carries (undefined: read it instead). */
+      fromAnnounced?: (row: Execution) => T | undefined;
+      first?: () => Promise<T>;
+      /** The caller gave up (its client went away): stop at once, answering the last state read. */
+      signal?: AbortSignal;
+    } = {},
   ): Promise<T> {
+    const done = o.done ?? ((current: T) => isTerminal(current.status));
     this.subscribe();
     const deadline = Date.now() + timeoutMs;
+    let next = o.first ?? read;
     for (;;) {
       const signal = this.nextSignal(executionId, Math.max(0, Math.min(RECHECK_MS, deadline - Date.now())));
       let current: T;
       try {
-        current = await read();
+        current = await next();
       } catch (err) {
         signal.cancel();
         throw err;
       }
-      if (done(current) || Date.now() >= deadline) {
+      next = read;
+      if (done(current) || Date.now() >= deadline || o.signal?.aborted) {
         signal.cancel();
         return current;
       }
-      await signal.done;
+      const stop = () => signal.cancel();
+      o.signal?.addEventListener("abort", stop, { once: true });
+      const row = await signal.done;
+      o.signal?.removeEventListener("abort", stop);
+      if (o.signal?.aborted) return current;
+      const announced = row && o.fromAnnounced?.(row);
+      if (announced && done(announced)) return announced;
     }
   }
 
-  private nextSignal(id: string, ms: number): { done: Promise<void>; cancel: () => void } {
-    let finish = () => {};
-    const done = new Promise<void>((resolve) => {
+  private nextSignal(id: string, ms: number): { done: Promise<Execution | undefined>; cancel: () => void } {
+    let finish: (row?: Execution) => void = () => {};
+    const done = new Promise<Execution | undefined>((resolve) => {
       const set = this.waiters.get(id) ?? new Set();
       this.waiters.set(id, set);
       let finished = false;
-      finish = () => {
+      finish = (row?: Execution) => {
         // Once: a wake-up and the caller's cancel may both call it. Only this waiter's own set is
         // dropped from the map (a newer waiter of the run may have made another).
         if (finished) return;
@@ -62,20 +80,29 @@ export class FinishWatcher {
         clearTimeout(timer);
         set.delete(finish);
         if (set.size === 0 && this.waiters.get(id) === set) this.waiters.delete(id);
-        resolve();
+        resolve(row);
       };
-      const timer = setTimeout(finish, ms);
+      const timer = setTimeout(() => finish(), ms);
       set.add(finish);
     });
-    return { done, cancel: finish };
+    return { done, cancel: () => finish() };
   }
 
   private subscribe(): void {
     if (this.subscriber) return;
     this.subscriber = this.redis.duplicate({ maxRetriesPerRequest: null });
     this.subscriber.on("error", () => {});
-    this.subscriber.on("message", (_channel: string, id: string) => {
-      for (const wake of [...(this.waiters.get(id) ?? [])]) wake();
+    this.subscriber.on("message", (_channel: string, message: string) => {
+      const { id, row } = readAnnouncement(message);
+      const waiting = this.waiters.get(id);
+      if (!waiting) return;
+      let carried: Execution | undefined;
+      try {
+        carried = row();
+      } catch {
+        // Not a row we can read: the waiters read the run themselves.
+      }
+      for (const wake of [...waiting]) wake(carried);
     });
     // Not awaited: with Redis away the subscription waits for it to return, and a waiter must not.
     // Until then waiters re-check on their own (RECHECK_MS).

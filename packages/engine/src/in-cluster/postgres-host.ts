@@ -33,6 +33,8 @@ export function createPostgresHost(
   let stream: ReturnType<typeof createRunStream> | undefined;
   let spans: ReturnType<typeof createSpanWriter> | undefined;
   let runningSpan: { settle: () => Promise<void> } | undefined;
+  // Keys of the steps this job ran (their spans written by the span writer, or still buffered).
+  const ran: string[] = [];
   const warn = (what: string) => (err: unknown) =>
     options.logger.warn({ err: String(err), execution_id: job.executionId }, what);
   const flush = async () => {
@@ -82,7 +84,10 @@ export function createPostgresHost(
     },
     journal: () => engine.executions.journal(job.executionId, held().claim, loaded),
     publish: (event) => stream?.publish(event),
-    recordStep: (record) => spans?.record(record),
+    recordStep: (record) => {
+      ran.push(record.stepKey);
+      return spans?.record(record);
+    },
     flush,
     async complete(result) {
       const { execution: started, claim } = held();
@@ -92,7 +97,7 @@ export function createPostgresHost(
         await Promise.all([stream?.flush(), runningSpan?.settle()]);
         const { items, written } = await spans.take();
         try {
-          const fresh = { started, steps: items };
+          const fresh = { started, steps: items, ran };
           return (await engine.executions.complete(job.executionId, claim, result, fresh)) !== null;
         } finally {
           written();
