@@ -3,6 +3,7 @@
 // as separate `node --import tsx apps/<x>/src/main.ts` processes, exactly as scripts/dev.mjs does.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { createWriteStream } from "node:fs";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { deployMigrations } from "../packages/db/scripts/migrate.mjs";
@@ -13,7 +14,13 @@ const WORKFLOWS = fileURLToPath(new URL("./workflows.ts", import.meta.url));
 const READY_TIMEOUT_MS = 90_000;
 const STOP_TIMEOUT_MS = 10_000;
 
-const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
+let logTag = "bench";
+const log = (m: string) => process.stderr.write(`[${logTag}] ${m}\n`);
+
+/** The prefix of this module's own log lines (`[bench]` unless another runner says otherwise). */
+export function setLogTag(tag: string): void {
+  logTag = tag;
+}
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -139,16 +146,56 @@ export interface BenchSystem {
 }
 
 /** Everything this process started, so that a failure or Ctrl-C can stop it all. */
-const started: { apps: App[]; services?: ServicesHandle } = { apps: [] };
+const started: { apps: App[]; services: Set<ServicesHandle> } = { apps: [], services: new Set() };
+
+/**
+ * Starts `node --import tsx <entry>` (an app of this repository) with `env` over this process's
+ * environment, as scripts/dev.mjs does; stopAll() stops it. With `logFile`, its stdout and stderr
+ * are also appended there.
+ */
+export function launch(
+  name: string,
+  entry: string,
+  env: NodeJS.ProcessEnv,
+  o: { logFile?: string } = {},
+): App {
+  // BENCH_CPU_PROF=<dir>: write a V8 CPU profile of each app there when it exits (for diagnosis).
+  const prof = process.env.BENCH_CPU_PROF ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_CPU_PROF] : [];
+  const child = spawn(process.execPath, [...prof, "--import", "tsx", entry], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  if (o.logFile) {
+    const file = createWriteStream(o.logFile, { flags: "a" });
+    child.stdout?.on("data", (chunk: Buffer) => file.write(chunk));
+    child.stderr?.on("data", (chunk: Buffer) => file.write(chunk));
+    child.once("close", () => file.end());
+  }
+  const app = new App(name, child);
+  started.apps.push(app);
+  // A stopped or killed app is forgotten: a runner that restarts apps does not pile them up.
+  void app.exited.then(() => {
+    const i = started.apps.indexOf(app);
+    if (i >= 0) started.apps.splice(i, 1);
+  });
+  return app;
+}
+
+/** Lets stopAll() stop a services process (scripts/services.mjs) this process started itself. */
+export function trackServices(services: ServicesHandle): void {
+  started.services.add(services);
+  void services.exited.then(() => started.services.delete(services));
+}
 
 export async function stopAll(): Promise<void> {
   const apps = started.apps.splice(0);
   await Promise.allSettled(apps.map((a) => a.stop()));
-  const services = started.services;
-  started.services = undefined;
-  if (services) {
+  const services = [...started.services];
+  started.services.clear();
+  if (services.length) {
     log("stopping postgres and redis");
-    await services.stop();
+    await Promise.allSettled(services.map((s) => s.stop()));
   }
 }
 
@@ -170,10 +217,29 @@ async function api<T>(
   return JSON.parse(text) as T;
 }
 
+/** Creates a project and an API key for it through the API, with the admin key. */
+export async function createProject(
+  apiUrl: string,
+  adminKey: string,
+  name: string,
+): Promise<{ projectId: string; apiKey: string }> {
+  const admin = { authorization: `Bearer ${adminKey}` };
+  const project = await api<{ id: string }>(apiUrl, "POST", "/projects", { name }, admin);
+  const { key } = await api<{ key: string }>(
+    apiUrl,
+    "POST",
+    `/projects/${project.id}/api-keys`,
+    { name },
+    admin,
+  );
+  return { projectId: project.id, apiKey: key };
+}
+
 export async function startSystem(o: SystemOptions): Promise<BenchSystem> {
   let databaseUrl = process.env.DATABASE_URL || "";
   let redisUrl = process.env.REDIS_URL || "";
   const servicesStarted = !databaseUrl || !redisUrl;
+  let servicesPid: number | null = null;
   if (servicesStarted) {
     log(
       `starting postgres (${o.durable ? "durable: fsync on" : "fsync off"}) and redis (scripts/services.mjs, temporary data)`,
@@ -182,7 +248,8 @@ export async function startSystem(o: SystemOptions): Promise<BenchSystem> {
       durable: o.durable,
       env: { DATABASE_URL: databaseUrl || undefined, REDIS_URL: redisUrl || undefined },
     });
-    started.services = services;
+    trackServices(services);
+    servicesPid = services.child.pid ?? null;
     databaseUrl = services.databaseUrl;
     redisUrl = services.redisUrl;
   }
@@ -192,28 +259,14 @@ export async function startSystem(o: SystemOptions): Promise<BenchSystem> {
   const apiUrl = `http://127.0.0.1:${port}`;
   const adminKey = `sk_admin_bench_${randomBytes(24).toString("hex")}`;
   const baseEnv: NodeJS.ProcessEnv = {
-    ...process.env,
     DATABASE_URL: databaseUrl,
     REDIS_URL: redisUrl,
     SPOOL_LOG_LEVEL: "info",
   };
-  const launch = (name: string, entry: string, env: NodeJS.ProcessEnv) => {
-    // BENCH_CPU_PROF=<dir>: write a V8 CPU profile of each app there when it exits (for diagnosis).
-    const prof = process.env.BENCH_CPU_PROF
-      ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_CPU_PROF]
-      : [];
-    const child = spawn(process.execPath, [...prof, "--import", "tsx", entry], {
-      cwd: ROOT,
-      env: { ...baseEnv, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    const app = new App(name, child);
-    started.apps.push(app);
-    return app;
-  };
 
   log(`starting the api on ${apiUrl}`);
   const apiApp = launch("api", "apps/api/src/main.ts", {
+    ...baseEnv,
     PORT: String(port),
     HOST: "127.0.0.1",
     SPOOL_ADMIN_KEY: adminKey,
@@ -223,6 +276,7 @@ export async function startSystem(o: SystemOptions): Promise<BenchSystem> {
     Array.from({ length: o.apis - 1 }, async (_, i) => {
       const p = await freePort();
       const app = launch(`api-${i + 2}`, "apps/api/src/main.ts", {
+        ...baseEnv,
         PORT: String(p),
         HOST: "127.0.0.1",
         SPOOL_ADMIN_KEY: adminKey,
@@ -232,21 +286,14 @@ export async function startSystem(o: SystemOptions): Promise<BenchSystem> {
     }),
   );
 
-  const admin = { authorization: `Bearer ${adminKey}` };
-  const project = await api<{ id: string }>(apiUrl, "POST", "/projects", { name: "bench" }, admin);
-  const { key } = await api<{ key: string }>(
-    apiUrl,
-    "POST",
-    `/projects/${project.id}/api-keys`,
-    { name: "bench" },
-    admin,
-  );
+  const { projectId, apiKey: key } = await createProject(apiUrl, adminKey, "bench");
 
   const deploymentId = "bench";
   const appEnv = {
+    ...baseEnv,
     SPOOL_API_URL: apiUrl,
     SPOOL_API_KEY: key,
-    SPOOL_PROJECT_ID: project.id,
+    SPOOL_PROJECT_ID: projectId,
   };
   log(`starting ${o.workers} worker(s) (concurrency ${o.workerConcurrency}) and the scheduler`);
   const workers = Array.from({ length: o.workers }, (_, i) =>
@@ -274,9 +321,9 @@ export async function startSystem(o: SystemOptions): Promise<BenchSystem> {
     databaseUrl,
     redisUrl,
     servicesStarted,
-    servicesPid: started.services?.child.pid ?? null,
+    servicesPid,
     apiUrl,
-    projectId: project.id,
+    projectId,
     apiKey: key,
     deploymentId,
     api: apiApp,
