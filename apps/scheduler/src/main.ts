@@ -1,5 +1,5 @@
 import { createDatabase } from "@spool/db";
-import { Engine, exportSpansIfConfigured } from "@spool/engine";
+import { Engine, exportSpansIfConfigured, OrphanedJobs } from "@spool/engine";
 import { createLogger, DatabaseUrl, LogLevel, loadConfig, RedisUrl } from "@spool/shared";
 import { Redis } from "ioredis";
 import { z } from "zod";
@@ -13,6 +13,8 @@ const config = loadConfig(
     REDIS_URL: RedisUrl,
     SPOOL_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).default(2000),
     SPOOL_QUEUE_LIMITS_CHECK_MS: z.coerce.number().int().min(50).default(500),
+    SPOOL_ORPHANED_JOBS_CHECK_MS: z.coerce.number().int().min(50).default(500),
+    SPOOL_ORPHANED_JOB_GRACE_MS: z.coerce.number().int().min(500).default(5000),
     SPOOL_QUEUED_GRACE_MS: z.coerce.number().int().min(0).default(5000),
     SPOOL_TRIGGER_CHECK_INTERVAL_MS: z.coerce.number().int().min(20).default(200),
     SPOOL_SCHEDULE_CHECK_INTERVAL_MS: z.coerce.number().int().min(20).default(500),
@@ -31,6 +33,10 @@ const subscriber = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
 subscriber.on("error", (err) => logger.debug({ err: err.message }, "redis subscriber connection error"));
 const engine = new Engine({ prisma, pool, redis, redisUrl: config.REDIS_URL, logger, clock });
 exportSpansIfConfigured(engine.traces, { serviceName: "spool-scheduler", logger });
+
+const orphanedJobs = new OrphanedJobs(redis, engine.dispatcher, logger, {
+  graceMs: config.SPOOL_ORPHANED_JOB_GRACE_MS,
+});
 
 const loops = [
   startLoop({
@@ -53,6 +59,15 @@ const loops = [
     tick: async () => {
       const restored = await engine.sweeps.restoreQueueLimitsIfLost();
       if (restored) logger.info({ queues: restored }, "queue limits were lost from Redis; applied again");
+    },
+  }),
+  // Jobs of a worker (or API) that died go back to their queue at once, not when their locks expire.
+  startLoop({
+    name: "orphaned-jobs",
+    intervalMs: config.SPOOL_ORPHANED_JOBS_CHECK_MS,
+    logger,
+    tick: async () => {
+      await orphanedJobs.check();
     },
   }),
   // Partial batches whose oldest event timed out, and full ones whose announcement was lost.

@@ -1,4 +1,4 @@
-import { BULL_PREFIX, bullQueueName, type Engine, type JobData } from "@spool/engine";
+import { BULL_PREFIX, bullQueueName, CONSUMER_NAME, type Engine, type JobData } from "@spool/engine";
 import type { Logger, WorkflowDefinition } from "@spool/shared";
 import { Worker } from "bullmq";
 import { executeJob, type InFlight } from "./execute-job.js";
@@ -42,6 +42,8 @@ export class Consumer {
         {
           connection: this.o.engine.dispatcher.workerConnection(),
           prefix: BULL_PREFIX,
+          // Lets the scheduler take back this process's jobs as soon as it dies (OrphanedJobs).
+          name: CONSUMER_NAME,
           concurrency: this.o.concurrency,
           lockDuration: this.o.lockDurationMs,
           stalledInterval: this.o.lockDurationMs,

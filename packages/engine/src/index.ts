@@ -1,5 +1,6 @@
 export { createRunStream, STREAM_FLUSH_MS } from "./agents/run-stream.js";
 export { BULL_PREFIX, bullQueueName, Dispatcher, type JobData } from "./dispatch/dispatcher.js";
+export { CONSUMER_NAME, OrphanedJobs, type OrphanedJobsOptions } from "./dispatch/orphaned-jobs.js";
 export { type DependencyCheck, Engine, type EngineOptions } from "./engine.js";
 export { eventsChannel, type NewEvent, PUBLISH_CHANNEL, type PublishedEvent } from "./events/events.js";
 export { matchesFilter } from "./events/match.js";

@@ -96,7 +96,11 @@ export class Dispatcher {
   }
 
   queue(projectId: string, queueName: string): Queue {
-    const name = bullQueueName(projectId, queueName);
+    return this.queueByBullName(bullQueueName(projectId, queueName));
+  }
+
+  /** The producer of a queue by its BullMQ name (`bullQueueName`). */
+  queueByBullName(name: string): Queue {
     let queue = this.queues.get(name);
     if (queue) {
       this.queues.delete(name);

@@ -3,6 +3,7 @@ import { Prisma } from "@spool/db";
 import type { Logger, PushRequest, SerializedError } from "@spool/shared";
 import { DelayedError, type Job, Worker } from "bullmq";
 import { BULL_PREFIX, bullQueueName, type JobData } from "../dispatch/dispatcher.js";
+import { CONSUMER_NAME } from "../dispatch/orphaned-jobs.js";
 import type { Engine } from "../engine.js";
 import { claimOf } from "../execution/claim.js";
 import { markPushed, startOnPushWorker, unstartExecution } from "../execution/start-on-push-worker.js";
@@ -118,6 +119,8 @@ export class PushDispatcher {
       const consumer = new Worker<JobData, string>(name, (job, token) => this.process(job, token), {
         connection: this.engine.dispatcher.workerConnection(),
         prefix: BULL_PREFIX,
+        // A dead API's held jobs go back to the queue at once (OrphanedJobs), for another to adopt.
+        name: CONSUMER_NAME,
         concurrency,
         lockDuration: this.o.lockDurationMs ?? 30_000,
         stalledInterval: this.o.lockDurationMs ?? 30_000,
