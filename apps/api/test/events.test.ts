@@ -1,8 +1,10 @@
 import { serve } from "@hono/node-server";
+import type { PublishedEvent } from "@spool/engine";
 import { createLogger } from "@spool/shared";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it, onTestFinished, vi } from "vitest";
 import { createApp } from "../src/app.js";
-import { createEventHub } from "../src/streaming/event-hub.js";
+import { createEventHub, EventHub } from "../src/streaming/event-hub.js";
 import { createTestApi, expectError, type TestApi } from "./harness.js";
 import { openSse } from "./sse-client.js";
 
@@ -195,6 +197,38 @@ describe("SSE stream across two API replicas", () => {
 });
 
 describe("SSE stream lifecycle", () => {
+  it("idle streams on 50 topics of a project cost one query per safety poll; a lost announcement still arrives", async () => {
+    // A subscriber that never connects: every announcement is lost, only the safety poll delivers.
+    const deaf = new Redis("redis://127.0.0.1:1", {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    deaf.on("error", () => {});
+    const hub = new EventHub(api.engine, deaf, createLogger("api-test", "silent"), 100);
+    onTestFinished(() => hub.close());
+    const p = await api.createProject();
+    const received: PublishedEvent[] = [];
+    for (let i = 0; i < 50; i++) await hub.subscribe(p.projectId, `idle-${i}`, (e) => received.push(...e));
+    // Spies that call through: counting what this project's feeds ask Postgres.
+    const polls = vi.spyOn(api.engine.events, "latestSequences");
+    const reads = vi.spyOn(api.engine.events, "history");
+    onTestFinished(() => vi.restoreAllMocks());
+    const ofProject = (calls: unknown[][]) => calls.filter(([projectId]) => projectId === p.projectId);
+
+    await vi.waitFor(() => expect(ofProject(polls.mock.calls).length).toBeGreaterThanOrEqual(5), {
+      timeout: 10_000,
+    });
+    // One query per poll for all 50 topics; nothing read for topics that have nothing new.
+    expect(ofProject(polls.mock.calls).every(([, topics]) => (topics as string[]).length === 50)).toBe(true);
+    expect(ofProject(reads.mock.calls)).toEqual([]);
+
+    await api.engine.events.publish(p.projectId, "idle-7", [{ data: { n: 1 } }]);
+    await vi.waitFor(() => expect(received.map((e) => e.topic)).toEqual(["idle-7"]), { timeout: 10_000 });
+    expect(ofProject(reads.mock.calls).map(([, topic]) => topic)).toEqual(["idle-7"]);
+  });
+
   it("streams closed while still starting leave no listener behind", async () => {
     // An app of its own, so this hub serves only the streams below.
     const logger = createLogger("api-test", "silent");
