@@ -89,6 +89,13 @@ function shutdown(code, reason) {
   return shutdownPromise;
 }
 
+// Whoever started dev may die without a signal reaching it (a wrapper shell that does not forward
+// one): an orphan must not keep Postgres, Redis and the apps running with nobody to stop them.
+const parentPid = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parentPid && !shuttingDown) shutdown(0, "the process that started dev is gone; shutting down");
+}, 1000).unref();
+
 let signalCount = 0;
 for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) {
   process.on(sig, () => {
