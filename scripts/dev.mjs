@@ -93,7 +93,8 @@ function shutdown(code, reason) {
 // one): an orphan must not keep Postgres, Redis and the apps running with nobody to stop them.
 const parentPid = process.ppid;
 setInterval(() => {
-  if (process.ppid !== parentPid && !shuttingDown) shutdown(0, "the process that started dev is gone; shutting down");
+  if (process.ppid !== parentPid && !shuttingDown)
+    shutdown(0, "the process that started dev is gone; shutting down");
 }, 1000).unref();
 
 let signalCount = 0;

@@ -214,7 +214,9 @@ describe("SSE stream lifecycle", () => {
     // Spies that call through: counting what this project's feeds ask Postgres.
     const polls = vi.spyOn(api.engine.events, "latestSequences");
     const reads = vi.spyOn(api.engine.events, "history");
-    onTestFinished(() => vi.restoreAllMocks());
+    onTestFinished(() => {
+      vi.restoreAllMocks();
+    });
     const ofProject = (calls: unknown[][]) => calls.filter(([projectId]) => projectId === p.projectId);
 
     await vi.waitFor(() => expect(ofProject(polls.mock.calls).length).toBeGreaterThanOrEqual(5), {
