@@ -12,7 +12,6 @@ const config = loadConfig(
     DATABASE_URL: DatabaseUrl,
     REDIS_URL: RedisUrl,
     SPOOL_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).default(2000),
-    SPOOL_QUEUE_LIMITS_CHECK_MS: z.coerce.number().int().min(50).default(500),
     SPOOL_ORPHANED_JOBS_CHECK_MS: z.coerce.number().int().min(50).default(500),
     SPOOL_ORPHANED_JOB_GRACE_MS: z.coerce.number().int().min(500).default(5000),
     SPOOL_QUEUED_GRACE_MS: z.coerce.number().int().min(0).default(5000),
@@ -38,6 +37,11 @@ const orphanedJobs = new OrphanedJobs(redis, engine.dispatcher, logger, {
   graceMs: config.SPOOL_ORPHANED_JOB_GRACE_MS,
 });
 
+// Lane limits live in Postgres now; a limit an earlier version left on a BullMQ queue must go.
+void engine.sweeps
+  .removeLegacyQueueLimits()
+  .catch((err) => logger.warn({ err: String(err) }, "legacy queue limits not removed"));
+
 const loops = [
   startLoop({
     name: "sweeps",
@@ -49,16 +53,6 @@ const loops = [
       // Runs a publish was to wake after answering, left by a process that stopped or was busy.
       const woken = await engine.events.settleLeftovers();
       if (woken) logger.info({ woken }, "woke runs of earlier publishes");
-    },
-  }),
-  // Queue limits lost with Redis's data (flush, restart) come back within this interval.
-  startLoop({
-    name: "queue-limits",
-    intervalMs: config.SPOOL_QUEUE_LIMITS_CHECK_MS,
-    logger,
-    tick: async () => {
-      const restored = await engine.sweeps.restoreQueueLimitsIfLost();
-      if (restored) logger.info({ queues: restored }, "queue limits were lost from Redis; applied again");
     },
   }),
   // Jobs of a worker (or API) that died go back to their queue at once, not when their locks expire.

@@ -6,7 +6,7 @@ export interface InFlight {
   claim: Claim;
   /**
    * Ends the job now, after a drain handed the run back: BullMQ then completes it normally instead
-   * of keeping it active (and counted against the queue's limit) until its lock expires. The replay
+   * of keeping it active until its lock expires. The replay
    * left behind is refused at its next step (the hand-back bumped the dispatch sequence); a step it
    * finishes meanwhile is kept and adopted by the next worker, not run again.
    */

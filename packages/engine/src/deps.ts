@@ -2,6 +2,7 @@ import type { PrismaClient, pg } from "@spool/db";
 import type { Logger } from "@spool/shared";
 import type { Redis } from "ioredis";
 import type { Dispatcher } from "./dispatch/dispatcher.js";
+import type { LaneLimits } from "./execution/lane-slots.js";
 import type { Traces } from "./traces/traces.js";
 
 /** What engine functions need; built once by the Engine. */
@@ -16,6 +17,8 @@ export interface EngineDeps {
   /** Transitions write the execution's spans in their own transaction (see traces/record-spans.ts). */
   traces: Traces;
   limits: EngineLimits;
+  /** Lane limits as last read (1 s): ending a run looks there before handing its slot on. */
+  laneLimits: LaneLimits;
 }
 
 /** Caps on what one project may hold (from the processes' configuration). */

@@ -5,6 +5,7 @@ import type { EngineDeps, EngineLimits } from "./deps.js";
 import { Dispatcher } from "./dispatch/dispatcher.js";
 import { Events } from "./events/events.js";
 import { Executions } from "./execution/executions.js";
+import { LaneLimits } from "./execution/lane-slots.js";
 import { Projects } from "./projects/projects.js";
 import { DEFAULT_MAX_QUEUES_PER_PROJECT } from "./registry/queue-cap.js";
 import { Registry } from "./registry/registry.js";
@@ -73,9 +74,10 @@ export class Engine {
       redis: options.redis,
       traces: this.traces,
       limits: { maxQueuesPerProject: options.limits?.maxQueuesPerProject ?? DEFAULT_MAX_QUEUES_PER_PROJECT },
+      laneLimits: new LaneLimits(options.prisma),
     };
     this.projects = new Projects(options.prisma, options.adminKey);
-    this.registry = new Registry(options.prisma, this.dispatcher, deps.limits);
+    this.registry = new Registry(options.prisma, deps.limits);
     this.workers = new Workers(options.prisma, options.heartbeatIntervalSeconds ?? 10);
     this.events = new Events(deps);
     this.executions = new Executions(deps, this.events);

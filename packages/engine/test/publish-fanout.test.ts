@@ -12,9 +12,9 @@ const WAITING = 1000;
 /** Runs parked on waitForEvent(topic), as a worker leaves them. */
 async function parkOnTopic(db: pg.Client, projectId: string, topic: string, n: number) {
   const { rows } = await db.query<{ id: string }>(
-    `INSERT INTO executions (id, project_id, workflow_id, workflow_type, deployment_id, queue_name, status,
-                             input, started_at, created_at, updated_at)
-     SELECT gen_random_uuid(), $1, 'wf', 'workflow', 'd1', 'default', 'waiting', '{}', now(), now(), now()
+    `INSERT INTO executions (id, project_id, workflow_id, workflow_type, deployment_id, queue_name,
+                             dispatch_queue, status, input, started_at, created_at, updated_at)
+     SELECT gen_random_uuid(), $1, 'wf', 'workflow', 'd1', 'default', 'default', 'waiting', '{}', now(), now(), now()
        FROM generate_series(1, $2)
      RETURNING id`,
     [projectId, n],

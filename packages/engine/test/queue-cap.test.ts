@@ -11,7 +11,7 @@ const refusal = (promise: Promise<unknown>) =>
   );
 
 describe("the queue cap of a project", () => {
-  it("refuses queues past the limit, by registration or by a run's queue limit; nothing is written", async () => {
+  it("refuses queues past the limit, by registration or by a run naming a new lane; nothing is written", async () => {
     const { engine, prisma, projectId } = await createTestEngine({ limits: { maxQueuesPerProject: 3 } });
     await engine.registry.registerQueues(projectId, "d1", [{ name: "a" }, { name: "b" }]);
     // Naming queues it already has costs nothing; a third new one fits.
@@ -41,14 +41,20 @@ describe("the queue cap of a project", () => {
     expect(
       (await prisma.queue.findMany({ where: { projectId }, orderBy: { name: "asc" } })).map((q) => q.name),
     ).toEqual(["a", "b", "c"]);
-    // A run on a queue it has (or with no queue limit, so no queue row) still starts.
+    // A run on a queue it has, or on its workflow's own, still starts; one naming a new lane is
+    // refused too (every lane a run names becomes a queue of the project).
     await engine.executions.run(projectId, {
       workflowId: "wf",
       input: {},
       queueName: "a",
       queueConcurrencyLimit: 1,
     });
-    await engine.executions.run(projectId, { workflowId: "wf", input: {}, queueName: "elsewhere" });
+    await engine.executions.run(projectId, { workflowId: "wf", input: {} });
+    expect(
+      await refusal(
+        engine.executions.run(projectId, { workflowId: "wf", input: {}, queueName: "elsewhere" }),
+      ),
+    ).toMatchObject({ status: 409, type: "CONFLICT" });
     expect(await prisma.execution.count({ where: { projectId } })).toBe(before + 2);
   });
 });

@@ -33,7 +33,7 @@ export const BULL_PREFIX = "spool";
 export interface DispatcherOptions {
   redisUrl: string;
   logger: Logger;
-  /** Bound on one enqueue or limit change: when Redis is down Postgres keeps the intent and the sweep retries. */
+  /** Bound on one enqueue: when Redis is down the run stays queued in Postgres and the sweep retries. */
   enqueueTimeoutMs?: number;
   /** BullMQ Queue objects kept open at once (least recently used closed first); they share one connection. */
   maxOpenQueues?: number;
@@ -174,25 +174,11 @@ export class Dispatcher {
   }
 
   /**
-   * Applies a queue's concurrency limit across all workers (BullMQ global concurrency). Never
-   * throws: with Redis away the limit is logged as not applied and the scheduler applies it later
-   * (Postgres keeps it). Returns whether it was applied.
+   * Removes a BullMQ global concurrency an earlier version set on a queue: lane limits are counted
+   * in Postgres now (execution/take-run.ts), and a stale one would also cap the queue's other lanes.
    */
-  async setConcurrency(projectId: string, queueName: string, limit: number | null): Promise<boolean> {
-    const queue = this.queue(projectId, queueName);
-    try {
-      await this.bounded(
-        limit === null ? queue.removeGlobalConcurrency() : queue.setGlobalConcurrency(limit),
-        "setting a queue limit",
-      );
-      return true;
-    } catch (err) {
-      this.options.logger.warn(
-        { err: String(err), queue: queueName },
-        "queue limit not applied yet; the scheduler applies it once Redis answers",
-      );
-      return false;
-    }
+  async removeLegacyLimit(projectId: string, queueName: string): Promise<void> {
+    await this.bounded(this.queue(projectId, queueName).removeGlobalConcurrency(), "removing a queue limit");
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,7 @@
 import type { Execution } from "@spool/db";
 import { isTerminal } from "@spool/shared";
 import type { EngineDeps } from "../deps.js";
+import { freeSlot } from "./lane-slots.js";
 import { notifyParent } from "./notify-parent.js";
 
 /**
@@ -51,11 +52,21 @@ export function readAnnouncement(message: string): { id: string; row: () => Exec
 }
 
 /**
+ * What follows every transition that ends a run's turn (it leaves `running`: finished, parked,
+ * queued again), after its commit: the lane slot it held goes to a run waiting for one, and watchers
+ * are told.
+ */
+export async function afterTurn(deps: EngineDeps, execution: Execution): Promise<void> {
+  await freeSlot(deps, execution);
+  await announceSettled(deps, execution);
+}
+
+/**
  * What follows every terminal transition, after its commit: the parent waiting on this run wakes,
- * and watchers are told. The run's trace needs nothing here: the transition wrote it in its own
- * transaction.
+ * then what follows every turn. The run's trace needs nothing here: the transition wrote it in its
+ * own transaction.
  */
 export async function afterFinish(deps: EngineDeps, execution: Execution): Promise<void> {
   await notifyParent(deps, execution);
-  await announceSettled(deps, execution);
+  await afterTurn(deps, execution);
 }

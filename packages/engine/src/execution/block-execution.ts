@@ -3,7 +3,7 @@ import { type EngineDeps, TX_OPTIONS } from "../deps.js";
 import type { DispatchRequest } from "../dispatch/dispatcher.js";
 import { answerFromPublished, lockProjectEvents } from "../events/events.js";
 import type { NewWait } from "../runtime/journal.js";
-import { announceSettled } from "./after-finish.js";
+import { afterTurn } from "./after-finish.js";
 import { type Claim, heldUnder } from "./claim.js";
 import { createExecutions } from "./create-executions.js";
 import { timerDispatch } from "./fire-timer.js";
@@ -89,7 +89,7 @@ export async function blockExecution(
   if (!outcome) return null;
   deps.traces.publish(outcome.spans);
   await deps.dispatcher.dispatch(outcome.dispatch);
-  await announceSettled(deps, outcome.row);
+  await afterTurn(deps, outcome.row);
   return outcome.row;
 }
 

@@ -27,25 +27,20 @@ export interface RunRequest {
   queueConcurrencyLimit?: number | null;
 }
 
-/** A queue a run request created, with the limit to apply to its BullMQ queue after commit. */
-export interface NewQueue {
-  projectId: string;
-  name: string;
-  concurrencyLimit: number;
-}
-
 /**
  * Inserts queued executions (all or nothing, inside the caller's transaction) and returns them
- * with the dispatches to send once that transaction has committed, and the queues it created.
+ * with the dispatches to send once that transaction has committed. A run's lane (`queue_name`) is
+ * the one it names, else its workflow's; a lane a run names gets its queue row (within the
+ * project's cap), so it is listed and may carry a limit. Its jobs go to the BullMQ queue its
+ * workflow was registered on (see take-run.ts).
  */
 export async function createExecutions(
   tx: Db,
   projectId: string,
   requests: RunRequest[],
   maxQueuesPerProject = DEFAULT_MAX_QUEUES_PER_PROJECT,
-): Promise<{ executions: Execution[]; dispatch: DispatchRequest[]; queues: NewQueue[] }> {
+): Promise<{ executions: Execution[]; dispatch: DispatchRequest[] }> {
   const executions: Execution[] = [];
-  const queues: NewQueue[] = [];
   for (const r of requests) {
     const registration = await tx.workflowRegistration.findFirst({
       where: {
@@ -79,6 +74,7 @@ export async function createExecutions(
     }
     const id = randomUUID();
     const now = new Date();
+    const dispatchQueue = registration.queueName ?? DEFAULT_QUEUE;
     executions.push(
       await tx.execution.create({
         data: {
@@ -87,7 +83,8 @@ export async function createExecutions(
           workflowId: r.workflowId,
           workflowType: registration.workflowType,
           deploymentId: registration.deploymentId,
-          queueName: r.queueName ?? registration.queueName ?? DEFAULT_QUEUE,
+          queueName: r.queueName ?? dispatchQueue,
+          dispatchQueue,
           status: "queued",
           input: (r.input ?? {}) as JsonInput,
           concurrencyKey: r.concurrencyKey ?? null,
@@ -108,42 +105,45 @@ export async function createExecutions(
       }),
     );
   }
-  const limitedQueues = requests.flatMap((r, i) =>
-    r.queueConcurrencyLimit ? [executions[i]!.queueName] : [],
-  );
-  await assertRoomForQueues(tx, projectId, limitedQueues, maxQueuesPerProject);
+  // The lanes runs named (or gave a limit), each once: a new one gets its row, with the limit the
+  // first run that named it gave; an existing one keeps its limit.
+  const lanes = new Map<string, number | null>();
   for (const [i, r] of requests.entries()) {
     const name = executions[i]!.queueName;
-    if (!r.queueConcurrencyLimit || queues.some((q) => q.name === name)) continue;
-    const created = await tx.queue.createMany({
-      data: [{ projectId, name, concurrencyLimit: r.queueConcurrencyLimit }],
+    if ((r.queueName || r.queueConcurrencyLimit) && !lanes.has(name))
+      lanes.set(name, r.queueConcurrencyLimit ?? null);
+  }
+  await assertRoomForQueues(tx, projectId, [...lanes.keys()], maxQueuesPerProject);
+  if (lanes.size > 0) {
+    await tx.queue.createMany({
+      data: [...lanes].map(([name, concurrencyLimit]) => ({ projectId, name, concurrencyLimit })),
       skipDuplicates: true,
     });
-    if (created.count === 1) queues.push({ projectId, name, concurrencyLimit: r.queueConcurrencyLimit });
   }
-  return { executions, dispatch: executions.map(runDispatch), queues };
+  return { executions, dispatch: executions.map(runDispatch) };
 }
 
-// Purpose: a root run (its own root) of a registered workflow, in one autocommitted statement (no
-// transaction round trips). Params: id, project, workflow, deployment (or null: the newest
-// registration), queue (or null: the registration's, else 'default'), input, concurrency key, step
-// key, wait_for_subworkflow, run timeout, deadline, initial state, session, user, traceparent,
-// channel context, now. Locks: none. Result: the new row, or none when the workflow is not registered.
+// Purpose: a root run (its own root) of a registered workflow on its workflow's own queue, in one
+// autocommitted statement (no transaction round trips). Params: id, project, workflow, deployment
+// (or null: the newest registration), input, concurrency key, step key, wait_for_subworkflow, run
+// timeout, deadline, initial state, session, user, traceparent, channel context, now. Locks: none.
+// Result: the new row, or none when the workflow is not registered.
 const INSERT_ROOT_RUN = `
-  INSERT INTO executions (id, project_id, workflow_id, workflow_type, deployment_id, queue_name, status,
-    input, concurrency_key, root_execution_id, step_key, wait_for_subworkflow, run_timeout_seconds,
-    deadline_at, initial_state, session_id, user_id, otel_traceparent, channel_context, created_at, updated_at)
-  SELECT $1::uuid, $2::uuid, r.workflow_id, r.workflow_type, r.deployment_id,
-         COALESCE($5, r.queue_name, '${DEFAULT_QUEUE}'), 'queued', $6::jsonb, $7, $1::uuid,
-         $8, $9, $10, $11, $12::jsonb, $13, $14, $15, $16::jsonb, $17, $17
-    FROM (SELECT workflow_id, workflow_type, deployment_id, queue_name FROM workflow_registrations
+  INSERT INTO executions (id, project_id, workflow_id, workflow_type, deployment_id, queue_name,
+    dispatch_queue, status, input, concurrency_key, root_execution_id, step_key, wait_for_subworkflow,
+    run_timeout_seconds, deadline_at, initial_state, session_id, user_id, otel_traceparent,
+    channel_context, created_at, updated_at)
+  SELECT $1::uuid, $2::uuid, r.workflow_id, r.workflow_type, r.deployment_id, r.queue, r.queue, 'queued',
+         $5::jsonb, $6, $1::uuid, $7, $8, $9, $10, $11::jsonb, $12, $13, $14, $15::jsonb, $16, $16
+    FROM (SELECT workflow_id, workflow_type, deployment_id, COALESCE(queue_name, '${DEFAULT_QUEUE}') AS queue
+            FROM workflow_registrations
            WHERE project_id = $2::uuid AND workflow_id = $3 AND ($4::text IS NULL OR deployment_id = $4)
            ORDER BY updated_at DESC LIMIT 1) r
   RETURNING ${EXECUTION_FIELDS}`;
 
-/** Whether createRootRun can take a request: a root run that creates no queue. */
+/** Whether createRootRun can take a request: a root run on its workflow's own queue. */
 export const isPlainRootRun = (r: RunRequest) =>
-  !r.parentExecutionId && !r.rootExecutionId && !r.queueConcurrencyLimit;
+  !r.parentExecutionId && !r.rootExecutionId && !r.queueName && !r.queueConcurrencyLimit;
 
 /**
  * The hot path of `POST …/run`: the same row createExecutions would insert for a root run, in one
@@ -165,7 +165,6 @@ export async function createRootRun(
       projectId,
       r.workflowId,
       r.deploymentId ?? null,
-      r.queueName ?? null,
       JSON.stringify(r.input ?? {}),
       r.concurrencyKey ?? null,
       r.stepKey ?? null,
@@ -189,9 +188,12 @@ export async function createRootRun(
   return rows[0];
 }
 
-export const runDispatch = (e: Execution): DispatchRequest => ({
+/** The job that runs an execution in its current dispatch state, on its workflow's BullMQ queue. */
+export const runDispatch = (
+  e: Pick<Execution, "id" | "projectId" | "dispatchQueue" | "dispatchSeq">,
+): DispatchRequest => ({
   projectId: e.projectId,
-  queueName: e.queueName,
+  queueName: e.dispatchQueue,
   jobId: runJobId(e.id, e.dispatchSeq),
   data: { kind: "run", projectId: e.projectId, executionId: e.id, dispatchSeq: e.dispatchSeq },
 });

@@ -17,7 +17,7 @@ import { withIdempotency } from "../idempotency/idempotency.js";
 import { EXECUTION_FIELDS } from "../sql/rows.js";
 import type { SpanRow } from "../traces/span-rows.js";
 import { createdAfterField } from "../util/keyset.js";
-import { announceSettled } from "./after-finish.js";
+import { afterTurn } from "./after-finish.js";
 import { blockExecution } from "./block-execution.js";
 import { cancelExecution } from "./cancel-execution.js";
 import type { Claim } from "./claim.js";
@@ -25,7 +25,6 @@ import {
   createExecutions,
   createRootRun,
   isPlainRootRun,
-  type NewQueue,
   type RunRequest,
   runDispatch,
 } from "./create-executions.js";
@@ -169,13 +168,13 @@ export class Executions {
   ) {
     const waited = waitedChildrenOf(requests, batch);
     if (!waited) {
-      const { executions, dispatch, queues } = await createExecutions(
+      const { executions, dispatch } = await createExecutions(
         tx,
         projectId,
         requests,
         this.deps.limits.maxQueuesPerProject,
       );
-      return { executions, after: { dispatch, queues, parent: null, spans: [] } };
+      return { executions, after: { dispatch, parent: null, spans: [] } };
     }
     const { executions, ...after } = await startWaitedChildren(this.deps, tx, projectId, waited, requests);
     return { executions, after };
@@ -183,16 +182,13 @@ export class Executions {
 
   private async afterCreate(after: {
     dispatch: DispatchRequest[];
-    queues: NewQueue[];
     parent: Execution | null;
     spans: SpanRow[];
   }) {
     this.deps.traces.publish(after.spans);
-    // A queue a run created gets its limit at once (the sweep re-applies limits Redis forgets).
-    for (const q of after.queues)
-      await this.deps.dispatcher.setConcurrency(q.projectId, q.name, q.concurrencyLimit);
     await this.deps.dispatcher.dispatch(after.dispatch);
-    if (after.parent) await announceSettled(this.deps, after.parent);
+    // A parent that started children it waits for has parked: its turn is over.
+    if (after.parent) await afterTurn(this.deps, after.parent);
   }
 
   async get(projectId: string, executionId: string): Promise<Execution & { suspendedData: unknown }> {

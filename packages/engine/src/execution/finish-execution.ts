@@ -7,7 +7,7 @@ import type { StepRecord } from "../runtime/journal.js";
 import { executionFields } from "../sql/rows.js";
 import { spanRowsParam, upsertSpansFromJson } from "../traces/record-spans.js";
 import { executionSpan, stepSpan } from "../traces/span-rows.js";
-import { afterFinish, announceSettled } from "./after-finish.js";
+import { afterFinish, afterTurn } from "./after-finish.js";
 import { afterCancel, cancelTree } from "./cancel-execution.js";
 import { type Claim, heldUnder } from "./claim.js";
 import { closePendingWaits } from "./close-waits.js";
@@ -185,7 +185,7 @@ export async function failExecution(
   if (outcome.retried) {
     const delayMs = backoffDelay(outcome.row.attempt - 1, RUN_RETRY_BACKOFF);
     await deps.dispatcher.dispatch([{ ...runDispatch(outcome.row), delayMs }]);
-    await announceSettled(deps, outcome.row);
+    await afterTurn(deps, outcome.row);
   } else {
     await afterFinish(deps, outcome.row);
     await afterCancel(deps, outcome.orphans);
@@ -216,7 +216,7 @@ export async function releaseExecution(
   if (!outcome) return null;
   deps.traces.publish(outcome.spans);
   await deps.dispatcher.dispatch([{ ...runDispatch(outcome.row), delayMs: args.delayMs }]);
-  await announceSettled(deps, outcome.row);
+  await afterTurn(deps, outcome.row);
   return outcome.row;
 }
 

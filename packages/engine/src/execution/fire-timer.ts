@@ -47,13 +47,13 @@ export async function fireTimer(deps: EngineDeps, waitId: string): Promise<boole
 
 /** The delayed job that fires a wait's timer. */
 export const timerDispatch = (
-  e: Pick<Execution, "id" | "projectId" | "queueName">,
+  e: Pick<Execution, "id" | "projectId" | "dispatchQueue">,
   waitId: string,
   delayMs: number,
   rearmedAt?: number,
 ): DispatchRequest => ({
   projectId: e.projectId,
-  queueName: e.queueName,
+  queueName: e.dispatchQueue,
   jobId: timerJobId(waitId, rearmedAt),
   delayMs,
   data: { kind: "timer", projectId: e.projectId, executionId: e.id, waitId },

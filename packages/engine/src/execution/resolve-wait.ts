@@ -1,6 +1,7 @@
 import { type Db, jsonOrNull, type Wait } from "@spool/db";
 import type { SerializedError } from "@spool/shared";
-import { type DispatchRequest, runJobId } from "../dispatch/dispatcher.js";
+import type { DispatchRequest } from "../dispatch/dispatcher.js";
+import { runDispatch } from "./create-executions.js";
 import { lockExecution } from "./lock.js";
 import { transition } from "./transition.js";
 
@@ -54,11 +55,5 @@ export async function requeueExecution(db: Db, executionId: string): Promise<Dis
     to: "queued",
     data: { dispatchSeq: { increment: 1 }, suspendedStepKey: null, workerId: null },
   });
-  if (!row) return null;
-  return {
-    projectId: row.projectId,
-    queueName: row.queueName,
-    jobId: runJobId(row.id, row.dispatchSeq),
-    data: { kind: "run", projectId: row.projectId, executionId: row.id, dispatchSeq: row.dispatchSeq },
-  };
+  return row ? runDispatch(row) : null;
 }

@@ -1,20 +1,27 @@
-import type { Db, Execution, PrismaClient, pg } from "@spool/db";
+import type { Execution, PrismaClient, pg } from "@spool/db";
+import { TX_OPTIONS } from "../deps.js";
 import { executionFields } from "../sql/rows.js";
 import type { JournalRows } from "./journal-store.js";
-import { rawTransition, transition } from "./transition.js";
+import { takeRunInLane } from "./take-run.js";
+import { rawTransition } from "./transition.js";
 
-/** What a job's start found: the run is now this worker's, the job is stale, or a live remote worker holds the run. */
+/**
+ * What a job's start found: the run is now this worker's, the job is stale, a live remote worker
+ * holds the run, or the run's lane partition is full (it waits for a slot, without this job).
+ */
 export type StartResult =
   | { status: "started"; execution: Execution; journal?: JournalRows }
   | { status: "stale" }
-  | { status: "held"; execution: Execution };
+  | { status: "held"; execution: Execution }
+  | { status: "slot_wait"; execution: Execution };
 
 const START = rawTransition(["queued", "running"], "running");
 
 // Purpose: take the run and read its journal in one round trip (the common case of every job).
 // Params: execution, dispatch seq, worker, now. Locks: the execution row. Result: the started row with
-// its stored steps and open waits as JSON, or no row when the job is stale or a live push worker holds
-// the run (startExecution then finds out which, the slow way).
+// its stored steps and open waits as JSON, or no row when the job is stale, a live push worker holds
+// the run, or the run needs a slot of a limited lane (startExecution then finds out which, the slow
+// way: a lane's limit is counted under a lock).
 const START_AND_LOAD = `
   WITH taken AS (
     UPDATE executions e
@@ -23,6 +30,9 @@ const START_AND_LOAD = `
      WHERE e.id = $1 AND e.dispatch_seq = $2 AND e.status = ANY($5::text[])
        AND NOT (e.status = 'running' AND e.pushed_lease = e.lease AND EXISTS (
              SELECT 1 FROM workers w WHERE w.id = e.worker_id AND w.mode = 'push' AND w.status = 'online'))
+       AND NOT (e.status = 'queued' AND EXISTS (
+             SELECT 1 FROM queues q WHERE q.project_id = e.project_id AND q.name = e.queue_name
+                                      AND q.concurrency_limit IS NOT NULL))
     RETURNING ${executionFields("e")})
   SELECT taken.*,
     (SELECT coalesce(json_agg(json_build_object('stepKey', s.step_key, 'seq', s.seq, 'kind', s.kind,
@@ -42,8 +52,10 @@ const START_AND_LOAD = `
  * when a push worker that is still online holds the run: the job came back because the dispatcher
  * that pushed it died, not the worker running it, and starting it again would run its steps twice.
  *
+ * A queued run of a lane with a limit takes a slot of its partition, or waits for one (take-run.ts).
+ *
  * The common case is one statement that also reads the run's journal; when it takes nothing, the
- * row is read to tell a stale job from a held run.
+ * row is read to tell a stale job from a held run or a limited lane.
  */
 export async function startExecution(
   db: { prisma: PrismaClient; pool: pg.Pool },
@@ -85,22 +97,7 @@ export async function startExecution(
   ) {
     return { status: "held", execution: row };
   }
-  const started = await takeRun(db.prisma, row, args.workerId);
-  return started ? { status: "started", execution: started } : { status: "stale" };
-}
-
-/**
- * queued|running → running on `workerId` with a new lease, if the run is still in the state `row`
- * was read in (its dispatch sequence and lease): the one write of every start.
- */
-export function takeRun(db: Db, row: Execution, workerId: string | null) {
-  return transition(db, {
-    executionId: row.id,
-    from: ["queued", "running"],
-    to: "running",
-    where: { dispatchSeq: row.dispatchSeq, lease: row.lease },
-    data: { workerId, startedAt: row.startedAt ?? new Date(), lease: { increment: 1 } },
-  });
+  return db.prisma.$transaction((tx) => takeRunInLane(tx, row, args.workerId), TX_OPTIONS);
 }
 
 async function heldByOnlinePushWorker(prisma: PrismaClient, workerId: string): Promise<boolean> {

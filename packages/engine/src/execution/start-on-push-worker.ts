@@ -1,13 +1,15 @@
 import { type Execution, Prisma, type PrismaClient, type Worker } from "@spool/db";
 import { TX_OPTIONS } from "../deps.js";
 import { type Claim, heldUnder } from "./claim.js";
-import { takeRun } from "./start-execution.js";
+import { takeRunInLane } from "./take-run.js";
 import { transition } from "./transition.js";
 
 /** What starting a run on a push worker found. */
 export type PushStart =
   | { status: "started"; execution: Execution; worker: Worker }
   | { status: "stale" }
+  /** The run's lane partition is full: it waits for a slot, without this job. */
+  | { status: "slot_wait" }
   /** Push workers serve the workflow but none has room now (or all are paused until `retryAt`). */
   | { status: "full"; retryAt: Date | null }
   /** No online push worker serves the workflow. */
@@ -46,10 +48,10 @@ export async function startOnPushWorker(
       const w = await tx.worker.findUniqueOrThrow({ where: { id: candidate.id } });
       const running = await tx.execution.count({ where: { workerId: w.id, status: "running" } });
       if (w.maxConcurrentExecutions !== null && running >= w.maxConcurrentExecutions) return "full" as const;
-      const started = await takeRun(tx, e, w.id);
-      return started ? { execution: started, worker: w } : ("stale" as const);
+      const taken = await takeRunInLane(tx, e, w.id);
+      return taken.status === "started" ? { execution: taken.execution, worker: w } : taken.status;
     }, TX_OPTIONS);
-    if (outcome === "stale") return { status: "stale" };
+    if (outcome === "stale" || outcome === "slot_wait") return { status: outcome };
     if (outcome !== "full") return { status: "started", ...outcome };
   }
   const paused = candidates.flatMap((c) =>

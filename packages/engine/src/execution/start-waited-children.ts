@@ -3,7 +3,7 @@ import { conflict } from "@spool/shared";
 import type { EngineDeps } from "../deps.js";
 import type { DispatchRequest } from "../dispatch/dispatcher.js";
 import type { SpanRow } from "../traces/span-rows.js";
-import { createExecutions, type NewQueue, type RunRequest } from "./create-executions.js";
+import { createExecutions, type RunRequest } from "./create-executions.js";
 import { lockProjectExecution } from "./lock.js";
 import { nextSeq } from "./next-seq.js";
 import { transition } from "./transition.js";
@@ -44,7 +44,6 @@ export async function startWaitedChildren(
 ): Promise<{
   executions: Execution[];
   dispatch: DispatchRequest[];
-  queues: NewQueue[];
   parent: Execution | null;
   spans: SpanRow[];
 }> {
@@ -59,14 +58,14 @@ export async function startWaitedChildren(
     const found = await tx.execution.findMany({ where: { id: { in: ids } } });
     const byId = new Map(found.map((e) => [e.id, e]));
     const executions = ids.flatMap((id) => byId.get(id) ?? []);
-    return { executions, dispatch: [], queues: [], parent: null, spans: [] };
+    return { executions, dispatch: [], parent: null, spans: [] };
   }
   if (parent.status !== "running") {
     throw conflict(`parent execution is ${parent.status}; only a running parent can wait for children`, {
       status: parent.status,
     });
   }
-  const { executions, dispatch, queues } = await createExecutions(
+  const { executions, dispatch } = await createExecutions(
     tx,
     projectId,
     requests,
@@ -91,5 +90,5 @@ export async function startWaitedChildren(
     data: { workerId: null, suspendedStepKey: null },
   });
   const spans = parked ? await deps.traces.syncInTransaction(tx, parked) : [];
-  return { executions, dispatch, queues, parent: parked, spans };
+  return { executions, dispatch, parent: parked, spans };
 }

@@ -51,14 +51,15 @@ export function createPostgresHost(
       const result = await engine.executions.start(job.executionId, job.dispatchSeq, options.workerId());
       if (result.status === "held") {
         // A live remote worker runs it; this job only came back because the dispatcher that pushed
-        // it died. Hold the job (it counts against the queue's limit) until the run moves on.
+        // it died. Hold the job until the run moves on, as the dispatcher would have.
         const lease = result.execution.lease;
         for (;;) {
           const now = await engine.executions.untilLeaves(job.executionId, lease, HELD_RECHECK_MS);
           if (now.status !== "running" || now.lease !== lease) return null;
         }
       }
-      if (result.status === "stale") return null;
+      // Stale, or its lane's partition is full: the run that frees a slot dispatches it again.
+      if (result.status === "stale" || result.status === "slot_wait") return null;
       execution = result.execution;
       claim = claimOf(execution);
       loaded = result.journal;

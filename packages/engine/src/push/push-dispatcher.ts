@@ -86,8 +86,8 @@ export class PushDispatcher {
 
   /**
    * Consumers for every (project, queue) a workflow some online push worker serves runs on. Each
-   * takes at most as many jobs at once as those workers can run together: a job it holds counts
-   * against the queue's limit and is out of reach of in-cluster workers on the same queue.
+   * takes at most as many jobs at once as those workers can run together: a job it holds is out of
+   * reach of in-cluster workers on the same queue.
    */
   async refresh(): Promise<void> {
     // Purpose: the queues to consume and the push capacity behind each. Locks: none. Result: one
@@ -170,6 +170,8 @@ export class PushDispatcher {
       }
       const started = await startOnPushWorker(this.engine.prisma, { execution: run });
       if (started.status === "stale") return "stale";
+      // Its lane's partition is full: the run that frees a slot dispatches it again.
+      if (started.status === "slot_wait") return "waiting for a slot";
       if (started.status === "none") return this.notPushedHere(job, token, run);
       if (started.status === "full") {
         await this.waitForRoom(round, started.retryAt);

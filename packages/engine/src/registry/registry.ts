@@ -11,7 +11,6 @@ import {
 } from "@spool/db";
 import { badRequest, decodeCursor, notFound, toPage } from "@spool/shared";
 import type { EngineLimits } from "../deps.js";
-import type { Dispatcher } from "../dispatch/dispatcher.js";
 import { assertRoomForQueues } from "./queue-cap.js";
 
 export type WorkflowType = "workflow" | "agent" | "tool";
@@ -59,7 +58,6 @@ const byClientId = (id: string) => ({ k: id, id });
 export class Registry {
   constructor(
     private readonly prisma: PrismaClient,
-    private readonly dispatcher: Dispatcher,
     private readonly limits: EngineLimits,
   ) {}
 
@@ -193,9 +191,8 @@ export class Registry {
       UPDATE workflow_registrations SET queue_name = workflow_id, updated_at = now()
       WHERE project_id = ${projectId}::uuid AND deployment_id = ${deploymentId} AND queue_name IS NULL
         AND workflow_id = ANY(${rows.map((q) => q.name)}::text[])`);
-    // The limit is enforced by BullMQ (global concurrency) so it holds across every worker
-    // replica; Postgres keeps it, and the sweep re-applies it if Redis loses it.
-    for (const q of rows) await this.dispatcher.setConcurrency(projectId, q.name, q.concurrencyLimit);
+    // Limits are counted at each start (execution/take-run.ts); runs waiting for a slot that a
+    // raised limit frees are woken by the scheduler's sweep.
     return rows;
   }
 

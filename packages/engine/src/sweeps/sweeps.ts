@@ -1,16 +1,14 @@
 import { Prisma } from "@spool/db";
 import type { EngineDeps } from "../deps.js";
-import { BULL_PREFIX, runJobId } from "../dispatch/dispatcher.js";
+import { runJobId } from "../dispatch/dispatcher.js";
 import { claimOf } from "../execution/claim.js";
 import { runDispatch } from "../execution/create-executions.js";
 import { failExecution, releaseExecution } from "../execution/finish-execution.js";
 import { fireTimer } from "../execution/fire-timer.js";
+import { wakeStrandedSlotWaiters } from "../execution/lane-slots.js";
 import { notifyParent } from "../execution/notify-parent.js";
 import { NON_TERMINAL } from "../execution/statuses.js";
 import { MISSED_HEARTBEATS_BEFORE_OFFLINE } from "../workers/workers.js";
-
-/** Set in Redis together with the queue limits: its absence means Redis lost them. */
-const QUEUE_LIMITS_MARKER = `${BULL_PREFIX}:queue-limits-applied`;
 
 export interface SweepOptions {
   /** A queued row this old with no job is re-enqueued (a live job is untouched: same job id). */
@@ -20,8 +18,6 @@ export interface SweepOptions {
   batchSize?: number;
   /** A running row this old whose job is gone from BullMQ is released. */
   strandedAfterMs?: number;
-  /** How often queue limits are copied from Postgres to BullMQ (they vanish when Redis does). */
-  queueLimitsEveryMs?: number;
 }
 
 export interface SweepReport {
@@ -32,6 +28,8 @@ export interface SweepReport {
   timedOut: number;
   childrenReported: number;
   stranded: number;
+  /** Runs waiting for a lane slot that is free (a wake-up lost, a limit raised) dispatched again. */
+  slotsHandedOn: number;
 }
 
 /**
@@ -40,8 +38,6 @@ export interface SweepReport {
  * once without harm.
  */
 export class Sweeps {
-  private queueLimitsAppliedAt = 0;
-
   constructor(private readonly deps: EngineDeps) {}
 
   async runAll(options: SweepOptions = {}): Promise<SweepReport> {
@@ -53,8 +49,7 @@ export class Sweeps {
       await this.reportFinishedChildren(options),
     ];
     const stranded = await this.releaseStrandedRuns(options);
-    // Routine upkeep, not a repair: not part of the report.
-    await this.applyQueueLimits(options);
+    const slotsHandedOn = await wakeStrandedSlotWaiters(this.deps);
     return {
       requeued,
       timersFired,
@@ -63,48 +58,40 @@ export class Sweeps {
       timedOut,
       childrenReported,
       stranded,
+      slotsHandedOn,
     };
   }
 
   /**
-   * Copies every queue's concurrency limit from Postgres into BullMQ. A restarted or flushed Redis
-   * forgets them, and an unlimited queue would then run as many jobs as there are worker slots.
-   * Cheap and idempotent, but there is no need to do it on every sweep (restoreQueueLimitsIfLost
-   * notices a lost Redis much sooner).
+   * Removes the BullMQ global concurrency an earlier version kept on each queue (see
+   * Dispatcher.removeLegacyLimit). Once per scheduler start; Redis away, it is skipped.
    */
-  async applyQueueLimits({ queueLimitsEveryMs = 30_000 }: SweepOptions = {}): Promise<number> {
-    if (Date.now() - this.queueLimitsAppliedAt < queueLimitsEveryMs) return 0;
-    // The marker first: a flush after it (even mid-way through the limits) removes it too.
-    await this.deps.redis.set(QUEUE_LIMITS_MARKER, new Date().toISOString());
-    const queues = await this.deps.prisma.queue.findMany({
-      select: { projectId: true, name: true, concurrencyLimit: true },
-    });
-    for (const q of queues)
-      await this.deps.dispatcher.setConcurrency(q.projectId, q.name, q.concurrencyLimit);
-    this.queueLimitsAppliedAt = Date.now();
-    return queues.length;
+  async removeLegacyQueueLimits(): Promise<number> {
+    const queues = await this.deps.prisma.queue.findMany({ select: { projectId: true, name: true } });
+    let removed = 0;
+    for (const q of queues) {
+      try {
+        await this.deps.dispatcher.removeLegacyLimit(q.projectId, q.name);
+        removed++;
+      } catch (err) {
+        this.deps.logger.debug({ err: String(err), queue: q.name }, "legacy queue limit not removed");
+        return removed;
+      }
+    }
+    return removed;
   }
 
   /**
-   * Applies the queue limits at once when Redis lost them (flushed, or restarted without its data):
-   * the marker applyQueueLimits sets with them is gone. One EXISTS, so it can run every few hundred
-   * milliseconds. Returns how many limits it applied (0 when none were lost, or Redis is away).
+   * Queued executions whose BullMQ job may be gone: enqueue again under the same job id. Not those
+   * waiting for a lane slot: they have no job on purpose (wakeStrandedSlotWaiters looks after them).
    */
-  async restoreQueueLimitsIfLost(): Promise<number> {
-    try {
-      if (await this.deps.redis.exists(QUEUE_LIMITS_MARKER)) return 0;
-      return await this.applyQueueLimits({ queueLimitsEveryMs: 0 });
-    } catch (err) {
-      // Redis away: nothing to restore into; the next check after it returns does it.
-      this.deps.logger.debug({ err: String(err) }, "queue limits not checked");
-      return 0;
-    }
-  }
-
-  /** Queued executions whose BullMQ job may be gone: enqueue again under the same job id. */
   async requeueLostJobs({ queuedGraceMs = 5000, batchSize = 500 }: SweepOptions = {}): Promise<number> {
     const rows = await this.deps.prisma.execution.findMany({
-      where: { status: "queued", updatedAt: { lt: new Date(Date.now() - queuedGraceMs) } },
+      where: {
+        status: "queued",
+        slotWaitingSince: null,
+        updatedAt: { lt: new Date(Date.now() - queuedGraceMs) },
+      },
       orderBy: { updatedAt: "asc" },
       take: batchSize,
     });
@@ -170,14 +157,14 @@ export class Sweeps {
   }: SweepOptions = {}): Promise<number> {
     const candidates = await this.deps.prisma.execution.findMany({
       where: { status: "running", updatedAt: { lt: new Date(Date.now() - strandedAfterMs) } },
-      select: { id: true, projectId: true, queueName: true, dispatchSeq: true, lease: true },
+      select: { id: true, projectId: true, dispatchQueue: true, dispatchSeq: true, lease: true },
       orderBy: { updatedAt: "asc" },
       take: batchSize,
     });
     let released = 0;
     for (const e of candidates) {
       const state = await this.deps.dispatcher
-        .jobState(e.projectId, e.queueName, runJobId(e.id, e.dispatchSeq))
+        .jobState(e.projectId, e.dispatchQueue, runJobId(e.id, e.dispatchSeq))
         .catch(() => "active"); // Redis unreachable: cannot tell, leave it
       if (state !== "active" && state !== "waiting" && state !== "delayed" && state !== "prioritized") {
         if (await releaseExecution(this.deps, { executionId: e.id, claim: claimOf(e) })) released++;
