@@ -113,6 +113,31 @@ describe("event triggers and waitForEvent (real scheduler processes)", () => {
     expect(await batchesOf(trigger.id)).toHaveLength(1);
   });
 
+  it("a trigger naming a queue no worker declared fires runs that complete, with no restart", async () => {
+    const lane = `reports-${randomUUID()}`;
+    const topic = `lane-${randomUUID()}`;
+    const { trigger } = await register({ event_topic: topic, batch_size: 2, queue_name: lane });
+    await publish(topic, { n: 1 });
+    await publish(topic, { n: 2 });
+    const [run] = await eventually(
+      async () => {
+        const b = await batchesOf(trigger.id);
+        return b.length ? b : undefined;
+      },
+      10_000,
+      "the batch",
+    );
+    expect(run!.queue_name).toBe(lane);
+    const done = await sys.client.executions.waitForResult(run!.id, { timeoutMs: 30_000 });
+    expect(done).toMatchObject({ status: "completed", result: { count: 2 } });
+    // The lane is a queue of the project now, listed with what ran on it.
+    const { queues } = await sys.client.request<{ queues: { name: string; queued: number }[] }>(
+      "GET",
+      "/queues?limit=100",
+    );
+    expect(queues.find((q) => q.name === lane)).toMatchObject({ queued: 0 });
+  });
+
   it("triggers and schedules declared in defineWorkflow are registered by the worker and fire", async () => {
     const { triggers } = await sys.client.request<{
       triggers: { workflow_id: string; event_topic: string; batch_size: number }[];

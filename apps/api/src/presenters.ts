@@ -12,7 +12,14 @@ import type {
   Worker,
   WorkflowRegistration,
 } from "@spool/db";
-import type { OverlapPolicy, WorkerMode, WorkerStatus, WorkflowType } from "@spool/engine";
+import type {
+  Blocked,
+  OverlapPolicy,
+  QueueState,
+  WorkerMode,
+  WorkerStatus,
+  WorkflowType,
+} from "@spool/engine";
 import type { ExecutionStatus, KeyScope, SerializedError } from "@spool/shared";
 
 const iso = (d: Date) => d.toISOString();
@@ -93,7 +100,7 @@ export const presentWorker = (w: Worker) => ({
   hostname: w.hostname,
 });
 
-export const presentExecution = (e: Execution, suspendedData: unknown = null) => ({
+export const presentExecution = (e: Execution & { suspendedData?: unknown; blocked?: Blocked | null }) => ({
   id: e.id,
   workflow_id: e.workflowId,
   status: e.status as ExecutionStatus,
@@ -108,9 +115,12 @@ export const presentExecution = (e: Execution, suspendedData: unknown = null) =>
   root_execution_id: e.rootExecutionId,
   step_key: e.stepKey,
   suspended_step_key: e.suspendedStepKey,
-  suspended_data: suspendedData ?? null,
+  suspended_data: e.suspendedData ?? null,
   session_id: e.sessionId,
   user_id: e.userId,
+  blocked: e.blocked
+    ? { reason: e.blocked.reason, message: e.blocked.message, since: iso(e.blocked.since) }
+    : null,
   created_at: iso(e.createdAt),
   started_at: isoOrNull(e.startedAt),
   completed_at: isoOrNull(e.completedAt),
@@ -176,4 +186,13 @@ export const presentRemoteStep = (s: {
   seq: s.seq,
   kind: s.kind,
   attempts: s.attempts,
+});
+
+export const presentQueueState = (q: QueueState) => ({
+  name: q.name,
+  concurrency_limit: q.concurrencyLimit,
+  queued: q.queued,
+  running: q.running,
+  waiting_for_slot: q.waitingForSlot,
+  consumers: q.consumers,
 });

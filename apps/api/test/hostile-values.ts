@@ -41,7 +41,13 @@ export const FORGED_TIME_CURSORS = [
 ];
 export const NUL_ID_CURSOR = encodeCursor({ k: "x", id: NUL });
 /** Lists paged by client id, not time: their cursor's `k` is never read as a date. */
-export const ID_KEYED_LISTS = ["/api/v1/deployments", "/api/v1/workflows", "/api/v1/agents", "/api/v1/tools"];
+export const ID_KEYED_LISTS = [
+  "/api/v1/deployments",
+  "/api/v1/workflows",
+  "/api/v1/agents",
+  "/api/v1/tools",
+  "/api/v1/queues",
+];
 
 export interface BodyCase {
   /** "METHOD /path" as in the OpenAPI document. */

@@ -193,18 +193,18 @@ export function createClient(options: ClientOptions) {
         runBody(input, o),
         idem(o),
       ),
+    /** Starts several runs, all or nothing; each may have its own queue, concurrency key and so on. */
     runBatch: (
-      runs: { workflow: WorkflowRef<unknown>; input: unknown; queueName?: string }[],
+      runs: ({ workflow: WorkflowRef<unknown>; input: unknown } & Omit<RunOptions, "idempotencyKey">)[],
       o?: RunOptions,
     ) =>
       request<z.infer<typeof BatchRunResponse>>(
         "POST",
         "/workflows/batch_run",
         {
-          workflows: runs.map((r) => ({
-            workflow_id: idOf(r.workflow),
-            input: r.input,
-            queue_name: r.queueName,
+          workflows: runs.map(({ workflow, input, ...r }) => ({
+            workflow_id: idOf(workflow),
+            ...runBody(input, r),
           })),
         },
         idem(o),

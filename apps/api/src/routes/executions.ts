@@ -163,7 +163,7 @@ export function registerExecutions(app: App) {
       c.var.engine.executions.runAndWait(c.var.projectId, request, key, wait * 1000, signal),
     );
     if (replayed) c.header("Idempotent-Replayed", "true");
-    const body = { ...presentExecution(e, e.suspendedData), execution_id: e.id };
+    const body = { ...presentExecution(e), execution_id: e.id };
     return isTerminal(e.status) ? c.json(body, 200) : c.json(body, 202);
   });
 
@@ -186,6 +186,7 @@ export function registerExecutions(app: App) {
     const page = await c.var.engine.executions.list(
       c.var.projectId,
       {
+        blocked: q.blocked,
         workflowId: q.workflow_id,
         status: q.status,
         queueName: q.queue_name,
@@ -206,12 +207,12 @@ export function registerExecutions(app: App) {
     const id = c.req.valid("param").execution_id;
     if (wait === undefined) {
       const e = await c.var.engine.executions.get(c.var.projectId, id);
-      return c.json(presentExecution(e, e.suspendedData), 200);
+      return c.json(presentExecution(e), 200);
     }
     const e = await longPoll(c, (signal) =>
       c.var.engine.executions.waitFor(c.var.projectId, id, wait * 1000, signal),
     );
-    return c.json(presentExecution(e, e.suspendedData), isTerminal(e.status) ? 200 : 202);
+    return c.json(presentExecution(e), isTerminal(e.status) ? 200 : 202);
   });
 
   app.openapi(listSteps, async (c) => {

@@ -5,6 +5,7 @@ import {
   DeploymentParams,
   DeploymentQuery,
   ListDeploymentsResponse,
+  ListQueuesResponse,
   ListWorkflowsResponse,
   PageQuery,
   RegisterDeploymentBody,
@@ -19,7 +20,7 @@ import {
 import type { App } from "../context.js";
 import { errorResponses } from "../errors.js";
 import { AUTHENTICATED, json, jsonBody, ProjectHeaders } from "../openapi.js";
-import { presentDeployment, presentWorkflow } from "../presenters.js";
+import { presentDeployment, presentQueueState, presentWorkflow } from "../presenters.js";
 
 const base = { security: AUTHENTICATED } as const;
 const WRITE_ERRORS = errorResponses(400, 401, 403, 404, 413, 415);
@@ -53,6 +54,19 @@ const registerQueues = createRoute({
   summary: "Register (upsert) the project's queues and their concurrency limits",
   request: { headers: ProjectHeaders, body: jsonBody(RegisterQueuesBody) },
   responses: { 200: json(RegisterQueuesResponse, "Registered"), ...WRITE_ERRORS },
+});
+
+const listQueues = createRoute({
+  ...base,
+  method: "get",
+  path: "/api/v1/queues",
+  tags: ["Queues"],
+  summary: "The project's queues: each one's limit, queued and running runs, and consumers",
+  description:
+    "A queue is a lane: the `queue_name` a run, trigger or schedule names, or its workflow's. Its " +
+    "`concurrency_limit` holds per concurrency key; `waiting_for_slot` counts queued runs held back by it.",
+  request: { headers: ProjectHeaders, query: PageQuery },
+  responses: { 200: json(ListQueuesResponse, "Queues"), ...READ_ERRORS },
 });
 
 const listDeployments = createRoute({
@@ -126,6 +140,11 @@ export function registerRegistry(app: App) {
       { queues: rows.map((q) => ({ name: q.name, concurrency_limit: q.concurrencyLimit })) },
       200,
     );
+  });
+
+  app.openapi(listQueues, async (c) => {
+    const page = await c.var.engine.registry.listQueues(c.var.projectId, c.req.valid("query"));
+    return c.json({ queues: page.items.map(presentQueueState), next_cursor: page.nextCursor }, 200);
   });
 
   app.openapi(listDeployments, async (c) => {

@@ -19,6 +19,7 @@ import type { SpanRow } from "../traces/span-rows.js";
 import { createdAfterField } from "../util/keyset.js";
 import { afterTurn } from "./after-finish.js";
 import { blockExecution } from "./block-execution.js";
+import { type Blocked, type BlockedReason, blockedFilter, blockedRuns } from "./blocked.js";
 import { cancelExecution } from "./cancel-execution.js";
 import type { Claim } from "./claim.js";
 import {
@@ -46,7 +47,12 @@ export interface RunReceipt {
   created_at: string;
 }
 
+/** A run as the API shows it: its row, what its suspended step shows, and why it waits to start. */
+export type ExecutionView = Execution & { suspendedData: unknown; blocked?: Blocked | null };
+
 export interface ListExecutionsFilter {
+  /** Only queued runs held back for this reason (see blocked.ts). */
+  blocked?: BlockedReason;
   workflowId?: string;
   status?: ExecutionStatus;
   queueName?: string;
@@ -191,7 +197,7 @@ export class Executions {
     if (after.parent) await afterTurn(this.deps, after.parent);
   }
 
-  async get(projectId: string, executionId: string): Promise<Execution & { suspendedData: unknown }> {
+  async get(projectId: string, executionId: string): Promise<ExecutionView> {
     const row = isUuid(executionId)
       ? (
           await this.deps.pool.query<Execution>({
@@ -211,11 +217,16 @@ export class Executions {
             })
           )?.payload ?? null)
         : null;
-    return { ...row, suspendedData };
+    const blocked = row.status === "queued" ? await blockedRuns(this.deps.prisma, [row]) : null;
+    return { ...row, suspendedData, blocked: blocked?.get(row.id) ?? null };
   }
 
   /** Newest first, keyset-paged on (created_at, id). */
-  async list(projectId: string, filter: ListExecutionsFilter, page: { limit: number; cursor?: string }) {
+  async list(
+    projectId: string,
+    filter: ListExecutionsFilter,
+    page: { limit: number; cursor?: string },
+  ): Promise<{ items: ExecutionView[]; nextCursor: string | null }> {
     const where: Prisma.ExecutionWhereInput = {
       projectId,
       ...(filter.workflowId ? { workflowId: filter.workflowId } : {}),
@@ -231,12 +242,23 @@ export class Executions {
           }
         : {}),
     };
+    const blockedOnly = filter.blocked
+      ? await blockedFilter(this.deps.prisma, projectId, filter.blocked)
+      : {};
     const rows = await this.deps.prisma.execution.findMany({
-      where: { AND: [where, createdAfterField("createdAt", decodeTimeCursor(page.cursor), "desc")] },
+      where: {
+        AND: [where, blockedOnly, createdAfterField("createdAt", decodeTimeCursor(page.cursor), "desc")],
+      },
       orderBy: [{ createdAt: "desc" }, { id: "desc" }],
       take: page.limit + 1,
     });
-    return toPage(rows, page.limit, (e) => timeCursorOf(e.createdAt, e.id));
+    const { items, nextCursor } = toPage(rows, page.limit, (e) => timeCursorOf(e.createdAt, e.id));
+    const blocked = await blockedRuns(this.deps.prisma, items);
+    // A list shows no suspended data (GET of the run does).
+    return {
+      items: items.map((e) => ({ ...e, suspendedData: null, blocked: blocked.get(e.id) ?? null })),
+      nextCursor,
+    };
   }
 
   /**

@@ -12,6 +12,7 @@ import {
 import { badRequest, decodeCursor, notFound, toPage } from "@spool/shared";
 import type { EngineLimits } from "../deps.js";
 import { assertRoomForQueues } from "./queue-cap.js";
+import { listQueueStates } from "./queue-states.js";
 
 export type WorkflowType = "workflow" | "agent" | "tool";
 
@@ -194,6 +195,11 @@ export class Registry {
     // Limits are counted at each start (execution/take-run.ts); runs waiting for a slot that a
     // raised limit frees are woken by the scheduler's sweep.
     return rows;
+  }
+
+  /** The project's queues with their limits, counts and consumers (GET /queues). */
+  listQueues(projectId: string, page: Page) {
+    return listQueueStates(this.prisma, projectId, page);
   }
 
   getQueue(projectId: string, name: string): Promise<Queue | null> {

@@ -88,6 +88,16 @@ export const ExecutionError = z
   })
   .openapi("ExecutionError");
 
+export const BlockedReasonEnum = z.enum(["no_worker", "concurrency_limit"]).openapi({
+  description:
+    "no_worker: no online worker serves the run's workflow; concurrency_limit: its queue's limit is " +
+    "reached for its concurrency key (it starts when a run of that partition ends)",
+});
+
+export const BlockedResponse = z
+  .object({ reason: BlockedReasonEnum, message: z.string(), since: Timestamp })
+  .openapi("Blocked");
+
 export const ExecutionResponse = z
   .object({
     id: Uuid,
@@ -109,6 +119,9 @@ export const ExecutionResponse = z
     }),
     session_id: z.string().nullable(),
     user_id: z.string().nullable(),
+    blocked: BlockedResponse.nullable().openapi({
+      description: "Why a queued run is not running yet; null when nothing holds it back",
+    }),
     created_at: Timestamp,
     started_at: NullableTimestamp,
     completed_at: NullableTimestamp,
@@ -117,6 +130,9 @@ export const ExecutionResponse = z
   .openapi("Execution");
 
 export const ListExecutionsQuery = z.object({
+  blocked: BlockedReasonEnum.optional().openapi({
+    description: "Only queued runs held back for this reason",
+  }),
   workflow_id: ClientId.optional(),
   status: ExecutionStatusEnum.optional(),
   queue_name: ClientId.optional(),

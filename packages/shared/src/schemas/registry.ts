@@ -73,6 +73,20 @@ export const QueueResponse = z
 export const RegisterQueuesResponse = z
   .object({ queues: z.array(QueueResponse) })
   .openapi("RegisterQueuesResponse");
+export const QueueStateResponse = QueueResponse.extend({
+  queued: z.number().int().openapi({ description: "Runs of the queue waiting to start" }),
+  running: z.number().int(),
+  waiting_for_slot: z.number().int().openapi({
+    description: "Queued runs held back by the queue's concurrency limit (per concurrency key)",
+  }),
+  consumers: z.number().int().openapi({
+    description:
+      "Online workers that can take the queue's runs: they serve a workflow registered on it or with runs on it",
+  }),
+}).openapi("QueueState");
+export const ListQueuesResponse = z
+  .object({ queues: z.array(QueueStateResponse), next_cursor: NextCursor })
+  .openapi("ListQueuesResponse");
 
 export const DeploymentResponse = z
   .object({ id: z.string(), status: z.string(), created_at: Timestamp })
