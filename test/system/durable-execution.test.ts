@@ -107,11 +107,18 @@ describe("durable execution (real API, worker and scheduler processes)", () => {
   });
 
   it("suspend → resume with data → continues with it and completes; a second resume is 409", async () => {
-    const { execution_id } = await sys.client.run("approval", { amount: 12 });
-    const parked = await eventually(async () => {
-      const e = await sys.client.executions.get(execution_id);
-      return e.status === "suspended" ? e : undefined;
-    });
+    // ?wait=30&until=blocked answers when the run suspends, not when the 30 s run out.
+    const parked = await sys.client.runAndWait(
+      "approval",
+      { amount: 12 },
+      { waitSeconds: 30, until: "blocked" },
+    );
+    const answeredAt = Date.now();
+    const { execution_id } = parked;
+    expect(parked.status).toBe("suspended");
+    const { rows } = await sys.db.query("SELECT updated_at FROM executions WHERE id = $1", [execution_id]);
+    // From the suspension's commit to the answer: the settle announcement, not a 2 s re-check.
+    expect(answeredAt - rows[0].updated_at.getTime()).toBeLessThan(1000);
     expect(parked.suspended_step_key).toBe("approve");
     expect(parked.suspended_data).toEqual({ cents: 1200 });
 

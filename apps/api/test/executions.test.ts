@@ -168,6 +168,31 @@ describe("executions over HTTP", () => {
     );
   });
 
+  it("?wait=&until=blocked answers once the run waits (200); until=terminal keeps waiting (202 at the end)", async () => {
+    const { execution_id } = (await (await run(a, "wf")).json()) as { execution_id: string };
+    const waitFor = (query: string) => call(a, `/api/v1/executions/${execution_id}?${query}`);
+    // Still queued: nothing to answer before the wait runs out, whatever `until`.
+    const early = await waitFor("wait=0.2&until=blocked");
+    expect(early.status).toBe(202);
+    expect(((await early.json()) as { status: string }).status).toBe("queued");
+
+    const blocked = waitFor("wait=30&until=blocked");
+    const started = await api.engine.executions.start(execution_id, 0, null);
+    if (started.status !== "started") throw new Error("the run did not start");
+    await api.engine.executions.block({
+      executionId: execution_id,
+      claim: claimOf(started.execution),
+      waits: [{ stepKey: "nap", seq: 1, kind: "sleep", wakeAt: new Date(Date.now() + 60_000) }],
+    });
+    const answered = await blocked;
+    expect(answered.status).toBe(200);
+    expect(((await answered.json()) as { status: string }).status).toBe("waiting");
+
+    const terminal = await waitFor("wait=0.3");
+    expect(terminal.status).toBe(202);
+    await expectError(await waitFor("wait=1&until=soon"), 400, "INVALID_INPUT");
+  });
+
   it("cancel answers 200 with cancelled_at, then 409 once terminal", async () => {
     const { execution_id } = (await (await run(a, "wf")).json()) as { execution_id: string };
     const res = await call(a, `/api/v1/executions/${execution_id}/cancel`, { method: "POST" });

@@ -1,13 +1,19 @@
 import type {
   BatchRunResponse,
+  CancelExecutionResponse,
   EventResponse,
   ExecutionResponse,
   ListEventsResponse,
+  ListExecutionsQuery,
   ListExecutionsResponse,
+  ListQueuesResponse,
   ListStepsResponse,
+  ResumeExecutionResponse,
+  RunAndWaitResponse,
   RunWorkflowResponse,
+  WaitUntil,
 } from "@spool/shared";
-import { isTerminal, MAX_DETAIL_PAGE_SIZE, type WorkflowDefinition } from "@spool/shared";
+import { isWaitOver, MAX_DETAIL_PAGE_SIZE, type WorkflowDefinition } from "@spool/shared";
 import type { z } from "zod";
 
 export type Execution = z.infer<typeof ExecutionResponse>;
@@ -15,6 +21,14 @@ export type RunReceipt = z.infer<typeof RunWorkflowResponse>;
 export type StepsPage = z.infer<typeof ListStepsResponse>;
 export type Step = StepsPage["steps"][number];
 export type PublishedEvent = z.infer<typeof EventResponse>;
+export type RunResult = z.infer<typeof RunAndWaitResponse>;
+export type QueueState = z.infer<typeof ListQueuesResponse>["queues"][number];
+
+/** A list's query: its filters (as strings, numbers or their enum values) and paging. */
+type ListQuery<Q extends z.ZodType> = { [K in keyof z.input<Q>]?: z.input<Q>[K] | number } & {
+  limit?: number;
+  cursor?: string;
+};
 
 export interface ClientOptions {
   baseUrl: string;
@@ -51,6 +65,16 @@ type WorkflowRef<I> = string | WorkflowDefinition<I, unknown>;
 /** The longest single wait the API grants (`?wait=`, seconds). */
 const MAX_WAIT_SECONDS = 120;
 const idOf = <I>(w: WorkflowRef<I>) => (typeof w === "string" ? w : w.id);
+
+/** `?k=v&…` of the parameters that are set, or "" when none is. */
+function queryString(params: Record<string, string | number | undefined>): string {
+  const qs = new URLSearchParams(
+    Object.entries(params).flatMap(([k, v]): [string, string][] =>
+      v === undefined || v === "" ? [] : [[k, String(v)]],
+    ),
+  );
+  return qs.size ? `?${qs}` : "";
+}
 
 /** A typed client of the REST API (`/api/v1`). */
 export function createClient(options: ClientOptions) {
@@ -96,24 +120,12 @@ export function createClient(options: ClientOptions) {
 
   const executions = {
     get: (id: string) => request<Execution>("GET", `/executions/${encodeURIComponent(id)}`),
-    list: (query: Record<string, string | number | undefined> = {}) => {
-      const qs = new URLSearchParams(
-        Object.entries(query)
-          .filter((e): e is [string, string | number] => e[1] !== undefined)
-          .map(([k, v]): [string, string] => [k, String(v)]),
-      );
-      return request<z.infer<typeof ListExecutionsResponse>>("GET", `/executions${qs.size ? `?${qs}` : ""}`);
-    },
+    /** A page of runs, newest first; filters as the API's (e.g. `{ blocked: "no_worker" }`). */
+    list: (query: ListQuery<typeof ListExecutionsQuery> = {}) =>
+      request<z.infer<typeof ListExecutionsResponse>>("GET", `/executions${queryString(query)}`),
     /** One page of a run's steps, in the order it reached them; pass `next_cursor` for the next. */
-    stepsPage: (id: string, page: { limit?: number; cursor?: string } = {}) => {
-      const qs = new URLSearchParams();
-      if (page.limit !== undefined) qs.set("limit", String(page.limit));
-      if (page.cursor) qs.set("cursor", page.cursor);
-      return request<StepsPage>(
-        "GET",
-        `/executions/${encodeURIComponent(id)}/steps${qs.size ? `?${qs}` : ""}`,
-      );
-    },
+    stepsPage: (id: string, page: { limit?: number; cursor?: string } = {}) =>
+      request<StepsPage>("GET", `/executions/${encodeURIComponent(id)}/steps${queryString(page)}`),
     /** All of a run's steps, in the order it reached them (follows the pages). */
     async steps(id: string): Promise<Step[]> {
       const steps: Step[] = [];
@@ -126,29 +138,33 @@ export function createClient(options: ClientOptions) {
       return steps;
     },
     resume: (id: string, data: Record<string, unknown> = {}) =>
-      request<{ execution_id: string; status: string }>(
+      request<z.infer<typeof ResumeExecutionResponse>>(
         "POST",
         `/executions/${encodeURIComponent(id)}/resume`,
         { data },
       ),
     cancel: (id: string) =>
-      request<{ execution_id: string; status: string; cancelled_at: string | null }>(
+      request<z.infer<typeof CancelExecutionResponse>>(
         "POST",
         `/executions/${encodeURIComponent(id)}/cancel`,
       ),
     /**
-     * The execution once it is completed, failed or cancelled. Long-polls (`?wait=`): the server
-     * answers the moment the run finishes, with no polling interval to wait out.
+     * The execution once it is completed, failed or cancelled, or with `until: "blocked"` also once it
+     * waits (timer, event, child) or is suspended for input. Long-polls (`?wait=`): the server answers
+     * the moment that happens, with no polling interval to wait out.
      */
-    async waitForResult(id: string, { timeoutMs = 60_000 } = {}): Promise<Execution> {
+    async waitForResult(
+      id: string,
+      { timeoutMs = 60_000, until = "terminal" }: { timeoutMs?: number; until?: WaitUntil } = {},
+    ): Promise<Execution> {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const waitSeconds = Math.min(MAX_WAIT_SECONDS, Math.max(0, deadline - Date.now()) / 1000);
         const e = await request<Execution>(
           "GET",
-          `/executions/${encodeURIComponent(id)}?wait=${waitSeconds.toFixed(3)}`,
+          `/executions/${encodeURIComponent(id)}?wait=${waitSeconds.toFixed(3)}&until=${until}`,
         );
-        if (isTerminal(e.status)) return e;
+        if (isWaitOver(e.status, until)) return e;
         if (Date.now() >= deadline)
           throw new Error(`execution ${id} is still ${e.status} after ${timeoutMs} ms`);
       }
@@ -193,6 +209,21 @@ export function createClient(options: ClientOptions) {
         runBody(input, o),
         idem(o),
       ),
+    /**
+     * Starts a run and waits up to `waitSeconds` (max 120) for it to finish, or with `until:
+     * "blocked"` to finish or park; the run as it stands then (its `status` says which).
+     */
+    runAndWait: <I>(
+      workflow: WorkflowRef<I>,
+      input: I,
+      o: RunOptions & { waitSeconds?: number; until?: WaitUntil } = {},
+    ) =>
+      request<RunResult>(
+        "POST",
+        `/workflows/${encodeURIComponent(idOf(workflow))}/run?wait=${Math.min(MAX_WAIT_SECONDS, o.waitSeconds ?? 30)}&until=${o.until ?? "terminal"}`,
+        runBody(input, o),
+        idem(o),
+      ),
     /** Starts several runs, all or nothing; each may have its own queue, concurrency key and so on. */
     runBatch: (
       runs: ({ workflow: WorkflowRef<unknown>; input: unknown } & Omit<RunOptions, "idempotencyKey">)[],
@@ -211,6 +242,11 @@ export function createClient(options: ClientOptions) {
       ),
     executions,
     events,
+    queues: {
+      /** A page of the project's queues with their limits, counts and consumers. */
+      list: (page: { limit?: number; cursor?: string } = {}) =>
+        request<z.infer<typeof ListQueuesResponse>>("GET", `/queues${queryString(page)}`),
+    },
     request,
   };
 }

@@ -8,7 +8,7 @@ import {
   ExecutionParams,
   ExecutionResponse,
   IdempotencyHeaders,
-  isTerminal,
+  isWaitOver,
   ListExecutionsQuery,
   ListExecutionsResponse,
   ListStepsResponse,
@@ -37,11 +37,12 @@ const runWorkflow = createRoute({
   path: "/api/v1/workflows/{workflow_id}/run",
   summary: "Start a run of a workflow (or agent); Idempotency-Key makes a retry safe",
   description:
-    "With `?wait=<seconds>` the response waits for the run to finish: 200 with the execution when it did, " +
-    "202 with its current state when the wait ran out.",
+    "With `?wait=<seconds>` the response waits for the run to finish (or, with `until=blocked`, to finish " +
+    "or park on a wait or for input): 200 with the execution when it did, 202 with its current state when " +
+    "the wait ran out.",
   request: { headers: Headers, params: WorkflowParams, query: WaitQuery, body: jsonBody(RunWorkflowBody) },
   responses: {
-    200: json(RunAndWaitResponse, "Finished within the wait"),
+    200: json(RunAndWaitResponse, "Finished (or blocked, with until=blocked) within the wait"),
     202: json(RunWorkflowResponse.or(RunAndWaitResponse), "Queued (or still running after the wait)"),
     ...errorResponses(400, 401, 403, 404, 409, 413, 415),
   },
@@ -69,11 +70,11 @@ const getExecution = createRoute({
   ...base,
   method: "get",
   path: "/api/v1/executions/{execution_id}",
-  summary: "Get an execution; `?wait=<seconds>` waits for it to finish",
+  summary: "Get an execution; `?wait=<seconds>` waits for it to finish (`until=blocked`: or to park)",
   request: { headers: ProjectHeaders, params: ExecutionParams, query: WaitQuery },
   responses: {
-    200: json(ExecutionResponse, "The execution (finished, or no wait asked)"),
-    202: json(ExecutionResponse, "Still running when the wait ran out"),
+    200: json(ExecutionResponse, "The execution (the wait is over, or none was asked)"),
+    202: json(ExecutionResponse, "Not there yet when the wait ran out"),
     ...errorResponses(400, 401, 403, 404),
   },
 });
@@ -153,18 +154,22 @@ export function registerExecutions(app: App) {
     const { input, payload, ...options } = c.req.valid("json");
     const request = toRunRequest(c.req.valid("param").workflow_id, input ?? payload, options);
     const key = c.req.header("idempotency-key");
-    const { wait } = c.req.valid("query");
+    const { wait, until } = c.req.valid("query");
     if (wait === undefined) {
       const { receipt, replayed } = await c.var.engine.executions.run(c.var.projectId, request, key);
       if (replayed) c.header("Idempotent-Replayed", "true");
       return c.json(receipt, 202);
     }
     const { execution: e, replayed } = await longPoll(c, (signal) =>
-      c.var.engine.executions.runAndWait(c.var.projectId, request, key, wait * 1000, signal),
+      c.var.engine.executions.runAndWait(c.var.projectId, request, key, {
+        waitMs: wait * 1000,
+        until,
+        signal,
+      }),
     );
     if (replayed) c.header("Idempotent-Replayed", "true");
     const body = { ...presentExecution(e), execution_id: e.id };
-    return isTerminal(e.status) ? c.json(body, 200) : c.json(body, 202);
+    return isWaitOver(e.status, until) ? c.json(body, 200) : c.json(body, 202);
   });
 
   app.openapi(batchRun, async (c) => {
@@ -203,16 +208,16 @@ export function registerExecutions(app: App) {
   });
 
   app.openapi(getExecution, async (c) => {
-    const { wait } = c.req.valid("query");
+    const { wait, until } = c.req.valid("query");
     const id = c.req.valid("param").execution_id;
     if (wait === undefined) {
       const e = await c.var.engine.executions.get(c.var.projectId, id);
       return c.json(presentExecution(e), 200);
     }
     const e = await longPoll(c, (signal) =>
-      c.var.engine.executions.waitFor(c.var.projectId, id, wait * 1000, signal),
+      c.var.engine.executions.waitFor(c.var.projectId, id, { waitMs: wait * 1000, until, signal }),
     );
-    return c.json(presentExecution(e), isTerminal(e.status) ? 200 : 202);
+    return c.json(presentExecution(e), isWaitOver(e.status, until) ? 200 : 202);
   });
 
   app.openapi(listSteps, async (c) => {

@@ -5,10 +5,12 @@ import {
   decodeTimeCursor,
   type ExecutionStatus,
   isUuid,
+  isWaitOver,
   notFound,
   seqCursorOf,
   timeCursorOf,
   toPage,
+  type WaitUntil,
 } from "@spool/shared";
 import type { EngineDeps } from "../deps.js";
 import type { DispatchRequest } from "../dispatch/dispatcher.js";
@@ -47,6 +49,13 @@ export interface RunReceipt {
   created_at: string;
 }
 
+/** A `?wait=` long poll: how long, for what, and the client's signal (it may leave). */
+export interface WaitOptions {
+  waitMs: number;
+  until: WaitUntil;
+  signal?: AbortSignal;
+}
+
 /** A run as the API shows it: its row, what its suspended step shows, and why it waits to start. */
 export type ExecutionView = Execution & { suspendedData: unknown; blocked?: Blocked | null };
 
@@ -83,13 +92,17 @@ export class Executions {
     this.watcher = new FinishWatcher(deps.redis);
   }
 
-  /** The execution once it is terminal, or as it stands after `waitMs` (long-poll for `?wait=`). */
-  async waitFor(projectId: string, executionId: string, waitMs: number, signal?: AbortSignal) {
-    if (waitMs <= 0) return this.get(projectId, executionId);
-    // The watcher's first read answers at once for a run already finished (or unknown: 404).
-    return this.watcher.wait(executionId, () => this.get(projectId, executionId), waitMs, {
+  /**
+   * The execution once the wait is over (terminal, or for `until: "blocked"` also parked), or as it
+   * stands after `waitMs` (long-poll for `?wait=`). Stops at once when `signal` aborts.
+   */
+  async waitFor(projectId: string, executionId: string, w: WaitOptions) {
+    if (w.waitMs <= 0) return this.get(projectId, executionId);
+    // The watcher's first read answers at once for a run already over (or unknown: 404).
+    return this.watcher.wait(executionId, () => this.get(projectId, executionId), w.waitMs, {
+      done: (e) => isWaitOver(e.status, w.until),
       fromAnnounced: this.announcedView(projectId),
-      signal,
+      signal: w.signal,
     });
   }
 
@@ -101,20 +114,20 @@ export class Executions {
     projectId: string,
     request: RunRequest,
     idempotencyKey: string | null | undefined,
-    waitMs: number,
-    signal?: AbortSignal,
+    w: WaitOptions,
   ) {
-    if (waitMs > 0 && !idempotencyKey && isPlainRootRun(request) && !waitedChildrenOf([request], false)) {
+    if (w.waitMs > 0 && !idempotencyKey && isPlainRootRun(request) && !waitedChildrenOf([request], false)) {
       const id = randomUUID();
-      const execution = await this.watcher.wait(id, () => this.get(projectId, id), waitMs, {
+      const execution = await this.watcher.wait(id, () => this.get(projectId, id), w.waitMs, {
+        done: (e) => isWaitOver(e.status, w.until),
         fromAnnounced: this.announcedView(projectId),
         first: async () => ({ ...(await this.createPlainRun(projectId, request, id)), suspendedData: null }),
-        signal,
+        signal: w.signal,
       });
       return { execution, replayed: false };
     }
     const { receipt, replayed } = await this.run(projectId, request, idempotencyKey);
-    return { execution: await this.waitFor(projectId, receipt.execution_id, waitMs, signal), replayed };
+    return { execution: await this.waitFor(projectId, receipt.execution_id, w), replayed };
   }
 
   /** A finished run's announced row is the committed one; a finished run shows no suspended data. */

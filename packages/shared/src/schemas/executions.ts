@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { EXECUTION_STATUSES } from "../execution-status.js";
+import { EXECUTION_STATUSES, WAIT_UNTIL } from "../execution-status.js";
 import { ClientId, Uuid } from "../ids.js";
 import { NextCursor } from "../pagination.js";
 import { JsonObject, JsonValue, NullableTimestamp, OffsetTimestamp, Text, Timestamp } from "./common.js";
@@ -189,7 +189,12 @@ export const IdempotencyHeaders = z.object({
 /** Long-poll: wait up to this many seconds for the run to finish. */
 export const WaitQuery = z.object({
   wait: z.coerce.number().min(0).max(120).optional().openapi({
-    description: "Seconds to wait for a terminal status (max 120): 200 when finished, 202 when still going",
+    description:
+      "Seconds to wait (max 120) for what `until` names: 200 when it happened, 202 with the run as it stands otherwise",
+  }),
+  until: z.enum(WAIT_UNTIL).default("terminal").openapi({
+    description:
+      "terminal: completed, failed or cancelled; blocked: that, or waiting (timer, event, child) or suspended (needs resume)",
   }),
 });
 
