@@ -7,7 +7,6 @@ import type {
   Execution,
   Project,
   Schedule,
-  StepResult,
   Tool,
   Worker,
   WorkflowRegistration,
@@ -16,6 +15,7 @@ import type {
   Blocked,
   OverlapPolicy,
   QueueState,
+  StepView,
   WorkerMode,
   WorkerStatus,
   WorkflowType,
@@ -127,15 +127,25 @@ export const presentExecution = (e: Execution & { suspendedData?: unknown; block
   cancelled_at: isoOrNull(e.cancelledAt),
 });
 
-export const presentStep = (s: StepResult) => ({
+export const presentStep = (s: StepView) => ({
   step_key: s.stepKey,
   kind: s.kind,
-  status: s.status as "completed" | "failed",
+  status: s.status,
   output: s.output ?? null,
   error: (s.error as SerializedError | null) ?? null,
   attempts: s.attempts,
   started_at: isoOrNull(s.startedAt),
   completed_at: isoOrNull(s.completedAt),
+  // What a pending step waits for, and until when.
+  ...(s.status === "pending"
+    ? {
+        wake_at: s.kind === "sleep" ? isoOrNull(s.wakeAt) : null,
+        expires_at: s.kind === "sleep" ? null : isoOrNull(s.wakeAt),
+        topic: s.topic,
+        child_execution_id: s.childExecutionIds[0] ?? null,
+        child_execution_ids: s.childExecutionIds,
+      }
+    : {}),
 });
 
 export const presentTrigger = (t: EventTrigger) => ({

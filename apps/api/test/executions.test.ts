@@ -193,6 +193,50 @@ describe("executions over HTTP", () => {
     await expectError(await waitFor("wait=1&until=soon"), 400, "INVALID_INPUT");
   });
 
+  it("a waiting run's steps list what it waits for: a sleep until when, an event's topic, a child run", async () => {
+    const { execution_id } = (await (await run(a, "wf")).json()) as { execution_id: string };
+    const started = await api.engine.executions.start(execution_id, 0, null);
+    if (started.status !== "started") throw new Error("the run did not start");
+    const claim = claimOf(started.execution);
+    const wakeAt = new Date(Date.now() + 3_600_000);
+    const expiresAt = new Date(Date.now() + 86_400_000);
+    await api.engine.executions.block({
+      executionId: execution_id,
+      claim,
+      waits: [
+        { stepKey: "nap", seq: 1, kind: "sleep", wakeAt },
+        { stepKey: "paid", seq: 2, kind: "event", wakeAt: expiresAt, topic: "payments", afterSequence: 0n },
+        { stepKey: "sub", seq: 3, kind: "invoke", wakeAt: null, child: { workflowId: "other", input: {} } },
+      ],
+    });
+    const child = await api.engine.prisma.execution.findFirstOrThrow({
+      where: { parentExecutionId: execution_id },
+    });
+    const res = await call(a, `/api/v1/executions/${execution_id}/steps`);
+    expect(res.status).toBe(200);
+    const { steps } = (await res.json()) as { steps: Record<string, unknown>[] };
+    const pending = { status: "pending", output: null, error: null, completed_at: null };
+    expect(steps).toMatchObject([
+      {
+        step_key: "nap",
+        kind: "sleep",
+        ...pending,
+        wake_at: wakeAt.toISOString(),
+        expires_at: null,
+        topic: null,
+      },
+      {
+        step_key: "paid",
+        kind: "event",
+        ...pending,
+        wake_at: null,
+        expires_at: expiresAt.toISOString(),
+        topic: "payments",
+      },
+      { step_key: "sub", kind: "invoke", ...pending, expires_at: null, child_execution_id: child.id },
+    ]);
+  });
+
   it("cancel answers 200 with cancelled_at, then 409 once terminal", async () => {
     const { execution_id } = (await (await run(a, "wf")).json()) as { execution_id: string };
     const res = await call(a, `/api/v1/executions/${execution_id}/cancel`, { method: "POST" });

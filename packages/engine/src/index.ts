@@ -8,6 +8,7 @@ export type { Blocked, BlockedReason } from "./execution/blocked.js";
 export { type Claim, claimOf } from "./execution/claim.js";
 export { DEFAULT_QUEUE, type RunRequest } from "./execution/create-executions.js";
 export type { ExecutionView, RunReceipt } from "./execution/executions.js";
+export type { StepView } from "./execution/list-steps.js";
 export type { StartResult } from "./execution/start-execution.js";
 export { canTransition, TRANSITIONS } from "./execution/statuses.js";
 export { createPostgresHost, type PostgresRunHost } from "./in-cluster/postgres-host.js";

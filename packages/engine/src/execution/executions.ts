@@ -1,13 +1,11 @@
 import { randomUUID } from "node:crypto";
-import type { Execution, Prisma, StepResult } from "@spool/db";
+import type { Execution, Prisma } from "@spool/db";
 import {
-  decodeSeqCursor,
   decodeTimeCursor,
   type ExecutionStatus,
   isUuid,
   isWaitOver,
   notFound,
-  seqCursorOf,
   timeCursorOf,
   toPage,
   type WaitUntil,
@@ -36,6 +34,7 @@ import { FinishWatcher } from "./finish-watcher.js";
 import { fireTimer } from "./fire-timer.js";
 import { handBackNotLoaded } from "./hand-back-not-loaded.js";
 import { type JournalRows, loadJournal } from "./journal-store.js";
+import { listSteps } from "./list-steps.js";
 import { resumeExecution } from "./resume-execution.js";
 import { startExecution } from "./start-execution.js";
 import { startWaitedChildren, waitedChildrenOf } from "./start-waited-children.js";
@@ -274,26 +273,10 @@ export class Executions {
     };
   }
 
-  /**
-   * One page of the steps, in the order the workflow first reached them: keyset-paged on (seq, id),
-   * the id breaking ties (two steps a remote worker reports at once may share a seq).
-   */
-  async steps(
-    projectId: string,
-    executionId: string,
-    page: { limit: number; cursor?: string },
-  ): Promise<{ items: StepResult[]; nextCursor: string | null }> {
-    const after = decodeSeqCursor(page.cursor);
+  /** One page of a run's steps, stored and pending, in the order it reached them (list-steps.ts). */
+  async steps(projectId: string, executionId: string, page: { limit: number; cursor?: string }) {
     await this.get(projectId, executionId);
-    const rows = await this.deps.prisma.stepResult.findMany({
-      where: {
-        executionId,
-        ...(after ? { OR: [{ seq: { gt: after.seq } }, { seq: after.seq, id: { gt: after.id } }] } : {}),
-      },
-      orderBy: [{ seq: "asc" }, { id: "asc" }],
-      take: page.limit + 1,
-    });
-    return toPage(rows, page.limit, (s) => seqCursorOf(s.seq, s.id));
+    return listSteps(this.deps.prisma, executionId, page);
   }
 
   resume(projectId: string, executionId: string, data: unknown) {

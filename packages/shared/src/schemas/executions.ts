@@ -149,12 +149,25 @@ export const StepResponse = z
   .object({
     step_key: z.string(),
     kind: z.string(),
-    status: z.enum(["completed", "failed"]),
+    status: z.enum(["completed", "failed", "pending"]).openapi({
+      description: "pending: a wait the run is parked on (sleep, event, input, child runs)",
+    }),
     output: JsonValue,
     error: ExecutionError.nullable(),
     attempts: z.number().int(),
     started_at: NullableTimestamp,
     completed_at: NullableTimestamp,
+    wake_at: NullableTimestamp.optional().openapi({ description: "Pending sleep: when it ends" }),
+    expires_at: NullableTimestamp.optional().openapi({
+      description: "Pending event, input or child wait: when it times out (null: never)",
+    }),
+    topic: z.string().nullable().optional().openapi({ description: "Pending event wait: its topic" }),
+    child_execution_id: Uuid.nullable()
+      .optional()
+      .openapi({ description: "Pending child wait: the child run" }),
+    child_execution_ids: z.array(Uuid).optional().openapi({
+      description: "Pending child wait: every child run it waits for (a batch)",
+    }),
   })
   .openapi("Step");
 
