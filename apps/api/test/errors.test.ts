@@ -42,7 +42,7 @@ describe("error contract", () => {
     });
 
   it("malformed JSON is 400, a non-JSON body 415, an oversize body 413; nothing is written", async () => {
-    const before = await api.engine.prisma.deployment.count();
+    const before = await api.engine.prisma.deployment.count({ where: { projectId: p.projectId } });
     await expectError(
       await raw("/api/v1/workers/deployments", '{"deployment_id":', "application/json"),
       400,
@@ -60,7 +60,7 @@ describe("error contract", () => {
       413,
       "PAYLOAD_TOO_LARGE",
     );
-    expect(await api.engine.prisma.deployment.count()).toBe(before);
+    expect(await api.engine.prisma.deployment.count({ where: { projectId: p.projectId } })).toBe(before);
   });
 
   it("over HTTP, a body past the limit is 413 whether it declares its length or comes chunked", async () => {
@@ -101,7 +101,7 @@ describe("error contract", () => {
         else req.write(body);
         req.end();
       });
-    const before = await api.engine.prisma.deployment.count();
+    const before = await api.engine.prisma.deployment.count({ where: { projectId: p.projectId } });
     const big = JSON.stringify({ deployment_id: `big-${randomUUID()}`, pad: "y".repeat(10_000) });
     for (const chunked of [false, true]) {
       const res = await post(big, chunked);
@@ -110,13 +110,13 @@ describe("error contract", () => {
         body: { error_type: "PAYLOAD_TOO_LARGE" },
       });
     }
-    expect(await api.engine.prisma.deployment.count()).toBe(before);
+    expect(await api.engine.prisma.deployment.count({ where: { projectId: p.projectId } })).toBe(before);
     // Under the limit, both ways are accepted.
     for (const chunked of [false, true]) {
       const res = await post(JSON.stringify({ deployment_id: `small-${randomUUID()}` }), chunked);
       expect(res.status, `chunked: ${chunked}`).toBeLessThan(300);
     }
-    expect(await api.engine.prisma.deployment.count()).toBe(before + 2);
+    expect(await api.engine.prisma.deployment.count({ where: { projectId: p.projectId } })).toBe(before + 2);
   });
 
   it("unknown routes are a JSON 404", async () => {

@@ -267,3 +267,103 @@ describe("workers of one deployment starting together", () => {
     }
   });
 });
+
+describe("archiving what no worker serves any more", () => {
+  it("a workflow: 409 while it has runs not finished; then gone from lists and runs, its trigger and schedule paused", async () => {
+    const p = await api.createProject();
+    const call = (path: string, init: { method?: string; json?: unknown } = {}) =>
+      api.request(path, { ...init, key: p.key, projectId: p.projectId });
+    const json = async <T>(res: Promise<Response>) => (await (await res).json()) as T;
+    await call("/api/v1/workers/deployments", { method: "POST", json: { deployment_id: "d1" } });
+    const register = () =>
+      call("/api/v1/workers/deployments/d1/workflows", {
+        method: "POST",
+        json: { workflows: [{ workflow_id: "old" }, { workflow_id: "keep" }] },
+      });
+    await register();
+    const trigger = await json<{ trigger: { id: string } }>(
+      call("/api/v1/event-triggers/register", {
+        method: "POST",
+        json: { workflow_id: "old", deployment_id: "d1", event_topic: "t", batch_size: 5 },
+      }),
+    );
+    const schedule = await json<{ schedule_id: string }>(
+      call("/api/v1/schedules", { method: "POST", json: { workflow_id: "old", cron: "0 9 * * *" } }),
+    );
+    const { execution_id } = await json<{ execution_id: string }>(
+      call("/api/v1/workflows/old/run", { method: "POST", json: { input: {} } }),
+    );
+
+    const refused = await expectError(
+      await call("/api/v1/workflows/old", { method: "DELETE" }),
+      409,
+      "CONFLICT",
+    );
+    expect(refused).toMatchObject({ details: { active_runs: 1 } });
+    await call(`/api/v1/executions/${execution_id}/cancel`, { method: "POST" });
+    expect((await call("/api/v1/workflows/old", { method: "DELETE" })).status).toBe(204);
+
+    const listed = await json<{ workflows: { workflow_id: string }[] }>(call("/api/v1/workflows"));
+    expect(listed.workflows.map((w) => w.workflow_id)).toEqual(["keep"]);
+    await expectError(await call("/api/v1/workflows/old"), 404, "NOT_FOUND");
+    await expectError(
+      await call("/api/v1/workflows/old/run", { method: "POST", json: { input: {} } }),
+      404,
+      "NOT_FOUND",
+    );
+    await expectError(await call("/api/v1/workflows/old", { method: "DELETE" }), 404, "NOT_FOUND");
+    const { triggers } = await json<{ triggers: { id: string; status: string }[] }>(
+      call("/api/v1/event-triggers"),
+    );
+    expect(triggers.find((t) => t.id === trigger.trigger.id)).toMatchObject({ status: "paused" });
+    expect(await json<{ status: string }>(call(`/api/v1/schedules/${schedule.schedule_id}`))).toMatchObject({
+      status: "paused",
+    });
+
+    // A worker registering it again brings it back.
+    await register();
+    expect((await call("/api/v1/workflows/old/run", { method: "POST", json: { input: {} } })).status).toBe(
+      202,
+    );
+  });
+
+  it("a deployment: gone from the list with its workflows; only a worker or admin key may archive", async () => {
+    const p = await api.createProject();
+    const call = (path: string, init: { method?: string; json?: unknown; key?: string } = {}) =>
+      api.request(path, { ...init, key: init.key ?? p.key, projectId: p.projectId });
+    for (const deployment_id of ["v1", "v2"]) {
+      await call("/api/v1/workers/deployments", { method: "POST", json: { deployment_id } });
+      await call(`/api/v1/workers/deployments/${deployment_id}/workflows`, {
+        method: "POST",
+        json: { workflows: [{ workflow_id: `only-in-${deployment_id}` }] },
+      });
+    }
+    const client = (await (
+      await api.request(`/api/v1/projects/${p.projectId}/api-keys`, {
+        method: "POST",
+        key: api.adminKey,
+        json: { name: "dashboard", scope: "client" },
+      })
+    ).json()) as { key: string };
+    await expectError(
+      await call("/api/v1/deployments/v1", { method: "DELETE", key: client.key }),
+      403,
+      "FORBIDDEN",
+    );
+
+    expect((await call("/api/v1/deployments/v1", { method: "DELETE" })).status).toBe(204);
+    const { deployments } = (await (await call("/api/v1/deployments")).json()) as {
+      deployments: { id: string }[];
+    };
+    expect(deployments.map((d) => d.id)).toEqual(["v2"]);
+    await expectError(
+      await call("/api/v1/workflows/only-in-v1/run", { method: "POST", json: { input: {} } }),
+      404,
+      "NOT_FOUND",
+    );
+    expect(
+      (await call("/api/v1/workflows/only-in-v2/run", { method: "POST", json: { input: {} } })).status,
+    ).toBe(202);
+    await expectError(await call("/api/v1/deployments/v1", { method: "DELETE" }), 404, "NOT_FOUND");
+  });
+});

@@ -1,10 +1,14 @@
 import type { KeyScope } from "@spool/shared";
 
-/** What only workers do: register themselves and what they serve, and speak the worker protocol. */
+/**
+ * What only workers do: register themselves and what they serve (and archive what none serves any
+ * more), and speak the worker protocol.
+ */
 const isWorkerRoute = (method: string, path: string) =>
   path.startsWith("/internal/") ||
   (method !== "GET" && (path === "/api/v1/workers" || path.startsWith("/api/v1/workers/"))) ||
-  (method === "POST" && /^\/api\/v1\/(agents|tools|event-triggers)\/register$/.test(path));
+  (method === "POST" && /^\/api\/v1\/(agents|tools|event-triggers)\/register$/.test(path)) ||
+  (method === "DELETE" && /^\/api\/v1\/(workflows|deployments)\/[^/]+$/.test(path));
 
 /** Client routes a worker needs too: reading worker state, publishing (suspends), its schedules. */
 const isWorkerAlso = (method: string, path: string) =>

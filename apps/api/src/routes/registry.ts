@@ -89,6 +89,32 @@ const getDeployment = createRoute({
   responses: { 200: json(DeploymentDetailResponse, "The deployment"), ...READ_ERRORS },
 });
 
+const ARCHIVE_DESCRIPTION =
+  "It leaves the lists and cannot be run; its event triggers and schedules pause. 409 while it has runs " +
+  "not finished. A worker registering it again brings it back.";
+
+const archiveDeployment = createRoute({
+  ...base,
+  method: "delete",
+  path: "/api/v1/deployments/{deployment_id}",
+  tags: ["Deployments"],
+  summary: "Archive a deployment no worker runs any more, with its workflows",
+  description: ARCHIVE_DESCRIPTION,
+  request: { headers: ProjectHeaders, params: DeploymentParams },
+  responses: { 204: { description: "Archived" }, ...errorResponses(400, 401, 403, 404, 409) },
+});
+
+const archiveWorkflow = createRoute({
+  ...base,
+  method: "delete",
+  path: "/api/v1/workflows/{workflow_id}",
+  tags: ["Workflows"],
+  summary: "Archive a workflow (or agent, or tool) no worker serves any more, in every deployment",
+  description: ARCHIVE_DESCRIPTION,
+  request: { headers: ProjectHeaders, params: WorkflowParams },
+  responses: { 204: { description: "Archived" }, ...errorResponses(400, 401, 403, 404, 409) },
+});
+
 const listWorkflows = createRoute({
   ...base,
   method: "get",
@@ -155,6 +181,16 @@ export function registerRegistry(app: App) {
   app.openapi(getDeployment, async (c) => {
     const d = await c.var.engine.registry.getDeployment(c.var.projectId, c.req.valid("param").deployment_id);
     return c.json({ ...presentDeployment(d), workflows: d.workflows.map(presentWorkflow) }, 200);
+  });
+
+  app.openapi(archiveDeployment, async (c) => {
+    await c.var.engine.registry.archiveDeployment(c.var.projectId, c.req.valid("param").deployment_id);
+    return c.body(null, 204);
+  });
+
+  app.openapi(archiveWorkflow, async (c) => {
+    await c.var.engine.registry.archiveWorkflow(c.var.projectId, c.req.valid("param").workflow_id);
+    return c.body(null, 204);
   });
 
   app.openapi(listWorkflows, async (c) => {

@@ -46,6 +46,7 @@ export async function createExecutions(
       where: {
         projectId,
         workflowId: r.workflowId,
+        archivedAt: null,
         ...(r.deploymentId ? { deploymentId: r.deploymentId } : {}),
       },
       orderBy: { updatedAt: "desc" },
@@ -138,6 +139,7 @@ const INSERT_ROOT_RUN = `
     FROM (SELECT workflow_id, workflow_type, deployment_id, COALESCE(queue_name, '${DEFAULT_QUEUE}') AS queue
             FROM workflow_registrations
            WHERE project_id = $2::uuid AND workflow_id = $3 AND ($4::text IS NULL OR deployment_id = $4)
+             AND archived_at IS NULL
            ORDER BY updated_at DESC LIMIT 1) r
   RETURNING ${EXECUTION_FIELDS}`;
 

@@ -274,9 +274,8 @@ export class Executions {
   }
 
   /** One page of a run's steps, stored and pending, in the order it reached them (list-steps.ts). */
-  async steps(projectId: string, executionId: string, page: { limit: number; cursor?: string }) {
-    await this.get(projectId, executionId);
-    return listSteps(this.deps.prisma, executionId, page);
+  steps(projectId: string, executionId: string, page: { limit: number; cursor?: string }) {
+    return listSteps(this.deps.prisma, executionId, page, () => this.get(projectId, executionId));
   }
 
   resume(projectId: string, executionId: string, data: unknown) {

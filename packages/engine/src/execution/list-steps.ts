@@ -36,14 +36,18 @@ const STEPS_PAGE = (executionId: string, after: { seq: number; id: string } | un
   ORDER BY step.seq, step.id
   LIMIT ${take}`;
 
-/** One page of a run's steps (the caller checked the run is the project's). */
+/**
+ * One page of a run's steps. The cursor is checked first (a forged one is a 400 whatever the run), then
+ * `checkRun` (that the run is the caller's).
+ */
 export async function listSteps(
   prisma: PrismaClient,
   executionId: string,
   page: { limit: number; cursor?: string },
+  checkRun: () => Promise<unknown>,
 ) {
-  const rows = await prisma.$queryRaw<StepView[]>(
-    STEPS_PAGE(executionId, decodeSeqCursor(page.cursor), page.limit + 1),
-  );
+  const after = decodeSeqCursor(page.cursor);
+  await checkRun();
+  const rows = await prisma.$queryRaw<StepView[]>(STEPS_PAGE(executionId, after, page.limit + 1));
   return toPage(rows, page.limit, (s) => seqCursorOf(s.seq, s.id));
 }

@@ -11,6 +11,7 @@ import {
 } from "@spool/db";
 import { badRequest, decodeCursor, notFound, toPage } from "@spool/shared";
 import type { EngineLimits } from "../deps.js";
+import { archiveDeployment, archiveWorkflow } from "./archive.js";
 import { assertRoomForQueues } from "./queue-cap.js";
 import { listQueueStates } from "./queue-states.js";
 
@@ -74,7 +75,7 @@ export class Registry {
   async getDeployment(projectId: string, deploymentId: string) {
     const deployment = await this.prisma.deployment.findUnique({
       where: { projectId_deploymentId: { projectId, deploymentId } },
-      include: { workflows: { orderBy: { workflowId: "asc" } } },
+      include: { workflows: { where: { archivedAt: null }, orderBy: { workflowId: "asc" } } },
     });
     if (!deployment) throw notFound("deployment", deploymentId);
     return deployment;
@@ -83,7 +84,7 @@ export class Registry {
   async listDeployments(projectId: string, page: Page) {
     const after = decodeCursor(page.cursor);
     const rows = await this.prisma.deployment.findMany({
-      where: { projectId, ...(after ? { deploymentId: { gt: after.id } } : {}) },
+      where: { projectId, status: { not: "archived" }, ...(after ? { deploymentId: { gt: after.id } } : {}) },
       orderBy: { deploymentId: "asc" },
       take: page.limit + 1,
     });
@@ -98,7 +99,7 @@ export class Registry {
       return deploymentId;
     }
     const latest = await this.prisma.deployment.findFirst({
-      where: { projectId },
+      where: { projectId, status: { not: "archived" } },
       orderBy: { updatedAt: "desc" },
     });
     if (!latest) throw badRequest("the project has no deployment yet; register one or pass deployment_id");
@@ -122,7 +123,8 @@ export class Registry {
         return this.prisma.workflowRegistration.upsert({
           where: { projectId_deploymentId_workflowId: { projectId, deploymentId, workflowId: w.workflowId } },
           create: { projectId, deploymentId, workflowId: w.workflowId, ...fields },
-          update: fields,
+          // Registering an archived workflow brings it back.
+          update: { ...fields, archivedAt: null },
         });
       }),
     );
@@ -132,7 +134,7 @@ export class Registry {
   async listWorkflows(projectId: string, page: Page) {
     const after = decodeCursor(page.cursor);
     const rows = await this.prisma.workflowRegistration.findMany({
-      where: { projectId, ...(after ? { workflowId: { gt: after.id } } : {}) },
+      where: { projectId, archivedAt: null, ...(after ? { workflowId: { gt: after.id } } : {}) },
       orderBy: [{ workflowId: "asc" }, { updatedAt: "desc" }],
       distinct: ["workflowId"],
       take: page.limit + 1,
@@ -146,7 +148,7 @@ export class Registry {
     deploymentId?: string,
   ): Promise<WorkflowRegistration> {
     const row = await this.prisma.workflowRegistration.findFirst({
-      where: { projectId, workflowId, ...(deploymentId ? { deploymentId } : {}) },
+      where: { projectId, workflowId, archivedAt: null, ...(deploymentId ? { deploymentId } : {}) },
       orderBy: { updatedAt: "desc" },
     });
     if (!row)
@@ -200,6 +202,16 @@ export class Registry {
   /** The project's queues with their limits, counts and consumers (GET /queues). */
   listQueues(projectId: string, page: Page) {
     return listQueueStates(this.prisma, projectId, page);
+  }
+
+  /** Archives a workflow no worker serves any more (see archive.ts). */
+  archiveWorkflow(projectId: string, workflowId: string) {
+    return archiveWorkflow(this.prisma, projectId, workflowId);
+  }
+
+  /** Archives a deployment no worker runs any more (see archive.ts). */
+  archiveDeployment(projectId: string, deploymentId: string) {
+    return archiveDeployment(this.prisma, projectId, deploymentId);
   }
 
   getQueue(projectId: string, name: string): Promise<Queue | null> {
@@ -298,7 +310,7 @@ export class Registry {
     return this.prisma.workflowRegistration.upsert({
       where: { projectId_deploymentId_workflowId: { projectId, deploymentId, workflowId } },
       create: { projectId, deploymentId, workflowId, workflowType },
-      update: { workflowType },
+      update: { workflowType, archivedAt: null },
     });
   }
 }

@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "workflow_registrations" ADD COLUMN     "archived_at" TIMESTAMPTZ(3);
