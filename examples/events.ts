@@ -20,3 +20,18 @@ export const awaitPayment = defineWorkflow(
     }
   },
 );
+
+/**
+ * Started by an event trigger with a batch of `orders` events (`{events, trigger_id}`): what a
+ * trigger's workflow receives. Register it with
+ * `POST /api/v1/event-triggers/register {"workflow_id":"order-digest","event_topic":"orders",...}`.
+ */
+export const orderDigest = defineWorkflow(
+  { id: "order-digest" },
+  async (ctx, input: { events: { sequence_id: number; data: { orderId?: string; total?: number } }[] }) =>
+    ctx.step.run("summarize", () => ({
+      orders: input.events.length,
+      orderIds: input.events.map((e) => e.data.orderId ?? null),
+      total: input.events.reduce((sum, e) => sum + (e.data.total ?? 0), 0),
+    })),
+);

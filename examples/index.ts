@@ -2,7 +2,7 @@
 import { defineQueue } from "@spool/sdk";
 
 export { expenseApproval } from "./approval.js";
-export { awaitPayment } from "./events.js";
+export { awaitPayment, orderDigest } from "./events.js";
 export { processOrder, reserveStock } from "./order.js";
 export { publishReport, researchAgent, searchNotes } from "./research-agent.js";
 

@@ -366,7 +366,13 @@ async function main() {
     process.env.SPOOL_ADMIN_KEY ||
     (typeof saved.admin_key === "string" && saved.admin_key) ||
     `sk_admin_${randomBase62(40)}`;
-  writeDevJson({ ...saved, api_url: apiUrl, admin_key: adminKey });
+  writeDevJson({
+    ...saved,
+    api_url: apiUrl,
+    admin_key: adminKey,
+    database_url: databaseUrl,
+    redis_url: redisUrl,
+  });
 
   // 4. API
   const baseEnv = { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, PORT: String(port) };
@@ -379,7 +385,15 @@ async function main() {
   // 5. Default project and key
   const { projectId, apiKey, created } = await ensureProject(saved, adminKey);
   log(created ? `created project "default" (${projectId}) and a "dev" key` : `reusing project ${projectId}`);
-  writeDevJson({ api_url: apiUrl, project_id: projectId, api_key: apiKey, admin_key: adminKey });
+  writeDevJson({
+    api_url: apiUrl,
+    project_id: projectId,
+    api_key: apiKey,
+    admin_key: adminKey,
+    // To look inside with psql or redis-cli.
+    database_url: databaseUrl,
+    redis_url: redisUrl,
+  });
   if (shuttingDown) return;
 
   // 6. Worker and scheduler
