@@ -13,7 +13,7 @@ import { eventually, freePort } from "./harness.js";
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 /** The bash blocks of the README marked as the walk-through, in order. */
-export function walkthroughBlocks(readme: string): string[] {
+function walkthroughBlocks(readme: string): string[] {
   return [...readme.matchAll(/<!-- walk-through -->\n```bash\n([\s\S]*?)```/g)].map((m) => m[1]!);
 }
 
