@@ -1,58 +1,22 @@
 // `npm run dev` keeps the rest running when one app dies, and starts that app again; stopped with
 // SIGTERM (as a process manager stops it), it leaves nothing running.
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { execFileSync } from "node:child_process";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { eventually, freePort } from "./harness.js";
-
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+import { type DevProcess, startDev } from "./dev-process.js";
+import { eventually } from "./harness.js";
 
 describe("npm run dev", () => {
-  let dev: ChildProcess | undefined;
-  const dataDir = mkdtempSync(join(tmpdir(), "spool-dev-test-"));
+  const started: DevProcess[] = [];
   afterAll(async () => {
-    if (dev && dev.exitCode === null) {
-      const exited = new Promise((r) => dev?.once("exit", r));
-      dev.kill("SIGTERM");
-      await exited;
-    }
-    rmSync(dataDir, { recursive: true, force: true });
+    await Promise.all(started.map((d) => d.stop()));
   });
 
   it("restarts a worker that was killed, and the others keep serving", async () => {
-    const port = await freePort();
-    let output = "";
-    dev = spawn(process.execPath, ["scripts/dev.mjs"], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        DATABASE_URL: inject("databaseUrl"),
-        REDIS_URL: inject("redisUrl"),
-        PORT: String(port),
-        SPOOL_DATA_DIR: dataDir,
-        SPOOL_LOG_LEVEL: "warn",
-      },
-      stdio: ["ignore", "pipe", "pipe"],
+    const dev = await startDev({
+      services: { databaseUrl: inject("databaseUrl"), redisUrl: inject("redisUrl") },
     });
-    dev.stdout?.on("data", (d: Buffer) => {
-      output += d;
-    });
-    dev.stderr?.on("data", (d: Buffer) => {
-      output += d;
-    });
-    await eventually(
-      async () => (output.includes("Spool is running") ? true : undefined),
-      90_000,
-      "the banner",
-    );
-    const saved = JSON.parse(readFileSync(join(dataDir, "dev.json"), "utf8")) as {
-      api_url: string;
-      api_key: string;
-      project_id: string;
-    };
+    started.push(dev);
+    const saved = dev.devJson();
     const headers = { authorization: `Bearer ${saved.api_key}`, "x-project-id": saved.project_id };
     const online = async () =>
       (
@@ -61,7 +25,7 @@ describe("npm run dev", () => {
         }
       ).workers;
 
-    const children = execFileSync("ps", ["-o", "pid=,args=", "--ppid", String(dev.pid)], {
+    const children = execFileSync("ps", ["-o", "pid=,args=", "--ppid", String(dev.child.pid)], {
       encoding: "utf8",
     });
     const workerPid = Number(
@@ -76,7 +40,7 @@ describe("npm run dev", () => {
     process.kill(workerPid, "SIGKILL");
 
     await eventually(
-      async () => (output.includes("restarting worker") ? true : undefined),
+      async () => (dev.output().includes("restarting worker") ? true : undefined),
       30_000,
       "the restart",
     );
@@ -87,49 +51,30 @@ describe("npm run dev", () => {
       "the restarted worker's registration",
     );
     // dev itself and the API kept running throughout.
-    expect(dev.exitCode).toBeNull();
+    expect(dev.child.exitCode).toBeNull();
     expect((await fetch(`${saved.api_url}/api/v1/health`)).status).toBe(200);
   });
 
   it("SIGTERM to npm run dev stops the apps, Postgres and Redis it started", async () => {
-    const own = mkdtempSync(join(tmpdir(), "spool-dev-term-"));
-    const env = Object.fromEntries(
-      Object.entries(process.env).filter(([k]) => !["DATABASE_URL", "REDIS_URL"].includes(k)),
-    );
-    const npm = spawn("npm", ["run", "dev"], {
-      cwd: ROOT,
-      env: { ...env, PORT: String(await freePort()), SPOOL_DATA_DIR: own, SPOOL_LOG_LEVEL: "warn" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let output = "";
-    npm.stdout?.on("data", (d: Buffer) => {
-      output += d;
-    });
-    npm.stderr?.on("data", (d: Buffer) => {
-      output += d;
-    });
-    let started: number[] = [];
+    const dev = await startDev({ services: "own", viaNpm: true });
+    started.push(dev);
+    const npmPid = dev.child.pid as number;
+    let processes: number[] = [];
     try {
-      await eventually(
-        async () => (output.includes("Spool is running") ? true : undefined),
-        120_000,
-        "the banner",
-      );
-      started = descendantsOf(npm.pid as number);
+      processes = descendantsOf(npmPid);
       // npm, dev, its services process, redis-server, postgres, and the three apps at least.
-      expect(started.length).toBeGreaterThanOrEqual(7);
-      npm.kill("SIGTERM");
+      expect(processes.length).toBeGreaterThanOrEqual(7);
+      dev.child.kill("SIGTERM");
       await eventually(
-        async () => (started.every((pid) => !isAlive(pid)) ? true : undefined),
+        async () => (processes.every((pid) => !isAlive(pid)) ? true : undefined),
         60_000,
-        `every process dev started to exit:\n${output.slice(-2000)}`,
+        `every process dev started to exit:\n${dev.output().slice(-2000)}`,
       );
     } finally {
       // What is still running (the test failed): orphans included, they are no longer below npm.
-      for (const pid of new Set([...started, ...descendantsOf(npm.pid as number)])) {
+      for (const pid of new Set([...processes, ...descendantsOf(npmPid)])) {
         if (isAlive(pid)) process.kill(pid, "SIGKILL");
       }
-      rmSync(own, { recursive: true, force: true });
     }
   }, 200_000);
 });

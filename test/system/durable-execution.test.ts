@@ -41,29 +41,22 @@ describe("durable execution (real API, worker and scheduler processes)", () => {
     expect(await sys.client.request("GET", `/executions/${finished.execution_id}`)).toEqual(waited);
 
     // A run that fails answers with its error; a repeated Idempotency-Key answers with the same run.
-    const failed = await fetch(`${sys.apiUrl}/api/v1/workflows/fatal/run?wait=10`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${sys.apiKey}`,
-        "x-project-id": sys.projectId,
-        "content-type": "application/json",
-        "idempotency-key": `fatal-${finished.execution_id}`,
-      },
-      body: JSON.stringify({ input: {} }),
-    });
+    const runFatal = () =>
+      fetch(`${sys.apiUrl}/api/v1/workflows/fatal/run?wait=10`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${sys.apiKey}`,
+          "x-project-id": sys.projectId,
+          "content-type": "application/json",
+          "idempotency-key": `fatal-${finished.execution_id}`,
+        },
+        body: JSON.stringify({ input: {} }),
+      });
+    const failed = await runFatal();
     expect(failed.status).toBe(200);
     const failedBody = (await failed.json()) as { execution_id: string; status: string; error: unknown };
     expect(failedBody).toMatchObject({ status: "failed", error: { message: "order total is negative" } });
-    const again = await fetch(`${sys.apiUrl}/api/v1/workflows/fatal/run?wait=10`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${sys.apiKey}`,
-        "x-project-id": sys.projectId,
-        "content-type": "application/json",
-        "idempotency-key": `fatal-${finished.execution_id}`,
-      },
-      body: JSON.stringify({ input: {} }),
-    });
+    const again = await runFatal();
     expect(again.headers.get("idempotent-replayed")).toBe("true");
     expect(await again.json()).toEqual(failedBody);
 

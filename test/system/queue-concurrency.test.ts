@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { overlapOf } from "../fixtures/side-effects.js";
 import { type System, startSystem } from "./harness.js";
 
 describe("queue concurrency limit across worker processes", () => {
@@ -21,18 +22,9 @@ describe("queue concurrency limit across worker processes", () => {
     for (const id of ids)
       expect((await sys.client.executions.waitForResult(id, { timeoutMs: 60_000 })).status).toBe("completed");
 
-    // Each run recorded when its work started and ended; sweep the timeline for the peak overlap.
-    const { rows } = await sys.db.query(
-      "SELECT label, at, pid FROM test_side_effects WHERE execution_id = ANY($1::uuid[]) ORDER BY at, label DESC",
-      [ids],
-    );
-    expect(rows.filter((r) => r.label === "start")).toHaveLength(20);
-    let running = 0;
-    let peak = 0;
-    for (const r of rows) {
-      running += r.label === "start" ? 1 : -1;
-      peak = Math.max(peak, running);
-    }
+    // Each run recorded when its work started and ended; the timeline's peak overlap.
+    const { peak, starts } = await overlapOf(ids);
+    expect(starts).toBe(20);
     // The guarantee is the ceiling; without the limit this peak reaches 16 (2 workers x 8 slots).
     expect(peak).toBeLessThanOrEqual(2);
     expect(peak).toBeGreaterThanOrEqual(1);
@@ -47,22 +39,10 @@ describe("queue concurrency limit across worker processes", () => {
     for (const id of ids)
       expect((await sys.client.executions.waitForResult(id, { timeoutMs: 60_000 })).status).toBe("completed");
 
-    const { rows } = await sys.db.query(
-      `SELECT s.label, e.concurrency_key AS key FROM test_side_effects s JOIN executions e ON e.id = s.execution_id
-        WHERE s.execution_id = ANY($1::uuid[]) ORDER BY s.at, s.label DESC`,
-      [ids],
-    );
-    const running: Record<string, number> = { a: 0, b: 0 };
-    const peak: Record<string, number> = { a: 0, b: 0 };
-    let together = 0;
-    for (const r of rows) {
-      running[r.key] = (running[r.key] ?? 0) + (r.label === "start" ? 1 : -1);
-      peak[r.key] = Math.max(peak[r.key] ?? 0, running[r.key] ?? 0);
-      together = Math.max(together, (running.a ?? 0) + (running.b ?? 0));
-    }
-    expect(rows.filter((r) => r.label === "start")).toHaveLength(8);
-    expect(peak).toEqual({ a: 1, b: 1 });
+    const { peak, byKey, starts } = await overlapOf(ids);
+    expect(starts).toBe(8);
+    expect(byKey).toEqual({ a: 1, b: 1 });
     // The partitions are apart: an 'a' and a 'b' did run at the same time.
-    expect(together).toBe(2);
+    expect(peak).toBe(2);
   });
 });

@@ -1,16 +1,13 @@
 // The README's walk-through, pasted into bash right after `npm run dev` printed its banner on a fresh
 // data directory: the blocks marked `<!-- walk-through -->` run in one shell, every curl must get a
 // 2xx, and what they started must end as the README says. So the README cannot drift from the code.
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { createClient } from "@spool/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually, freePort } from "./harness.js";
-
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+import { type DevProcess, ROOT, startDev } from "./dev-process.js";
+import { eventually } from "./harness.js";
 
 /** The bash blocks of the README marked as the walk-through, in order. */
 function walkthroughBlocks(readme: string): string[] {
@@ -18,41 +15,13 @@ function walkthroughBlocks(readme: string): string[] {
 }
 
 describe("the README walk-through, pasted on a fresh npm run dev", () => {
-  const dataDir = mkdtempSync(join(tmpdir(), "spool-readme-"));
-  let dev: ChildProcess;
-  let output = "";
+  let dev: DevProcess;
 
+  // Nothing from the test setup: dev starts its own Postgres and Redis, as on a new machine.
   beforeAll(async () => {
-    // Nothing from the test setup: dev starts its own Postgres and Redis, as on a new machine.
-    const env = Object.fromEntries(
-      Object.entries(process.env).filter(([k]) => !["DATABASE_URL", "REDIS_URL"].includes(k)),
-    );
-    dev = spawn("npm", ["run", "dev"], {
-      cwd: ROOT,
-      env: { ...env, PORT: String(await freePort()), SPOOL_DATA_DIR: dataDir, SPOOL_LOG_LEVEL: "warn" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    dev.stdout?.on("data", (d: Buffer) => {
-      output += d;
-    });
-    dev.stderr?.on("data", (d: Buffer) => {
-      output += d;
-    });
-    await eventually(
-      async () => (output.includes("Spool is running") ? true : undefined),
-      120_000,
-      "the banner",
-    );
+    dev = await startDev({ services: "own", viaNpm: true });
   }, 150_000);
-
-  afterAll(async () => {
-    if (dev && dev.exitCode === null) {
-      const exited = new Promise((r) => dev.once("exit", r));
-      dev.kill("SIGTERM");
-      await exited;
-    }
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  afterAll(() => dev?.stop());
 
   it("every marked block runs, each curl answered 2xx, and what it started ends as described", () => {
     const blocks = walkthroughBlocks(readFileSync(join(ROOT, "README.md"), "utf8"));
@@ -67,7 +36,7 @@ describe("the README walk-through, pasted on a fresh npm run dev", () => {
     ].join("\n");
     const run = spawnSync("bash", ["-c", script], {
       cwd: ROOT,
-      env: { ...process.env, SPOOL_DATA_DIR: dataDir },
+      env: { ...process.env, SPOOL_DATA_DIR: dev.dataDir },
       encoding: "utf8",
       timeout: 120_000,
     });
@@ -79,13 +48,7 @@ describe("the README walk-through, pasted on a fresh npm run dev", () => {
   });
 
   it("the trigger's batch run (order-digest) completes with the two orders", async () => {
-    const saved = JSON.parse(readFileSync(join(dataDir, "dev.json"), "utf8")) as {
-      api_url: string;
-      api_key: string;
-      project_id: string;
-      database_url: string;
-      redis_url: string;
-    };
+    const saved = dev.devJson();
     expect(saved.database_url).toMatch(/^postgres(ql)?:\/\//);
     expect(saved.redis_url).toMatch(/^redis:\/\//);
     const client = createClient({

@@ -1,6 +1,6 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { countOf } from "../fixtures/side-effects.js";
+import { countOf, overlapOf } from "../fixtures/side-effects.js";
 import { eventually, type System, startRedis, startSystem } from "./harness.js";
 
 describe("Redis outage: nothing accepted is lost", () => {
@@ -52,16 +52,7 @@ describe("Redis outage: nothing accepted is lost", () => {
     const ids = executions.map((e) => e.execution_id);
     for (const id of ids)
       expect((await sys.client.executions.waitForResult(id, { timeoutMs: 60_000 })).status).toBe("completed");
-    const { rows } = await sys.db.query(
-      "SELECT label FROM test_side_effects WHERE execution_id = ANY($1::uuid[]) ORDER BY at, label DESC",
-      [ids],
-    );
-    let running = 0;
-    let peak = 0;
-    for (const r of rows) {
-      running += r.label === "start" ? 1 : -1;
-      peak = Math.max(peak, running);
-    }
+    const { peak } = await overlapOf(ids);
     expect(peak).toBeLessThanOrEqual(2);
   });
 
