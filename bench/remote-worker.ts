@@ -1,7 +1,7 @@
 // The benchmark's remote push worker: the SDK's createWorker, with nothing but the API's address, a
 // key and the project id (bench/system.ts starts it without DATABASE_URL or REDIS_URL).
 import { createWorker } from "@spool/sdk";
-import { benchThreeStepsRemote } from "./workflows.js";
+import { benchThreeStepsRemote } from "./remote-workflows.js";
 
 const env = (name: string) => {
   const value = process.env[name];

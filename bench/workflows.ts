@@ -14,7 +14,7 @@ const now = () => performance.timeOrigin + performance.now();
  * time from one step's function returning to the next one's starting (storing the result and
  * moving on), measured in the worker rather than from millisecond timestamps.
  */
-async function threeNoOpSteps(ctx: WorkflowContext, input: { i: number }) {
+export async function threeNoOpSteps(ctx: WorkflowContext, input: { i: number }) {
   const one = await ctx.step.run("one", () => ({ n: input.i + 1, at: now() }));
   const two = await ctx.step.run("two", () => ({ n: one.n + 1, at: now() }));
   const three = await ctx.step.run("three", () => ({ n: two.n + 1, at: now() }));
@@ -28,13 +28,4 @@ export const benchBatch = defineWorkflow(
   { id: "bench-batch", queue: "bench-events" },
   async (ctx, input: { events: { sequence_id: number }[]; trigger_id: string }) =>
     ctx.step.run("count", () => input.events.length),
-);
-
-/**
- * The same three no-op steps for the remote push worker (bench/remote-worker.ts), on a queue of
- * their own so only that worker takes them.
- */
-export const benchThreeStepsRemote = defineWorkflow(
-  { id: "bench-3-steps-remote", queue: "bench-remote" },
-  threeNoOpSteps,
 );

@@ -211,6 +211,19 @@ describe("the worker protocol, spoken by a raw HTTP worker", () => {
       ["confirm", "suspend", "completed"],
       ["child", "invoke", "completed"],
     ]);
+    // Each push carries the run's journal as it started (Spool's extension): the first none, the
+    // one after the first resume what was stored before it.
+    const journals = worker.pushes
+      .filter((p) => p.body.execution_id === execution_id)
+      .map(
+        (p) =>
+          (p.body as { spool_journal?: { steps: { step_key: string; success: boolean }[] } }).spool_journal,
+      );
+    expect(journals[0]).toEqual({ steps: [], waits: [] });
+    expect(journals[1]?.steps.map((s) => [s.step_key, s.success])).toEqual([
+      ["validate", true],
+      ["approve", true],
+    ]);
     // A suspend's result is the resume event's envelope, as the SDK reads it (`.data`).
     expect(steps[1]!.output).toMatchObject({ topic, event_type: "resume_approve", data: { approved: true } });
     const { executions: children } = await sys.client.executions.list({ parent_execution_id: execution_id });

@@ -42,6 +42,8 @@ export type DependencyCheck = DependencyStatus;
  */
 export class Engine {
   readonly prisma: PrismaClient;
+  /** The pool `prisma` runs on, for raw SQL on hot paths. */
+  readonly pool: pg.Pool;
   readonly redis: Redis;
   private readonly logger: Logger;
   readonly projects: Projects;
@@ -62,6 +64,7 @@ export class Engine {
 
   constructor(options: EngineOptions) {
     this.prisma = options.prisma;
+    this.pool = options.pool;
     this.redis = options.redis;
     this.logger = options.logger;
     this.dispatcher = new Dispatcher({ redisUrl: options.redisUrl, logger: options.logger });

@@ -178,3 +178,29 @@ export async function eventCursorOf(pool: pg.Pool, executionId: string): Promise
   });
   return BigInt(rows[0]?.sequence ?? 0);
 }
+
+/**
+ * Select-list entries with the journal of the execution whose id is `idParam`: its stored steps
+ * ("journalSteps") and its open waits ("journalWaits") as JSON arrays (see journalOf).
+ */
+export const journalColumns = (idParam: string) => `
+    (SELECT coalesce(json_agg(json_build_object('stepKey', s.step_key, 'seq', s.seq, 'kind', s.kind,
+              'status', s.status, 'output', s.output, 'error', s.error, 'attempts', s.attempts)
+              ORDER BY s.seq), '[]')
+       FROM step_results s WHERE s.execution_id = ${idParam}) AS "journalSteps",
+    (SELECT coalesce(json_agg(json_build_object('stepKey', w.step_key, 'seq', w.seq, 'kind', w.kind,
+              'wakeAt', w.wake_at)), '[]')
+       FROM waits w WHERE w.execution_id = ${idParam} AND w.status = 'pending') AS "journalWaits"`;
+
+/** A row with journalColumns, split into the execution and its journal. */
+export function journalOf<R extends { journalSteps: JournalRows["steps"]; journalWaits: RawWait[] }>(row: R) {
+  const { journalSteps, journalWaits, ...rest } = row;
+  const journal: JournalRows = {
+    steps: journalSteps,
+    waits: journalWaits.map((w) => ({ ...w, wakeAt: w.wakeAt === null ? null : new Date(w.wakeAt) })),
+  };
+  return { rest, journal };
+}
+
+/** An open wait as journalColumns reads it (its time still a string). */
+export type RawWait = { stepKey: string; seq: number; kind: string; wakeAt: string | null };

@@ -1,7 +1,7 @@
 import type { Execution, PrismaClient, pg } from "@spool/db";
 import { TX_OPTIONS } from "../deps.js";
 import { executionFields } from "../sql/rows.js";
-import type { JournalRows } from "./journal-store.js";
+import { type JournalRows, journalColumns, journalOf, type RawWait } from "./journal-store.js";
 import { takeRunInLane } from "./take-run.js";
 import { rawTransition } from "./transition.js";
 
@@ -15,7 +15,7 @@ export type StartResult =
   | { status: "held"; execution: Execution }
   | { status: "slot_wait"; execution: Execution };
 
-const START = rawTransition(["queued", "running"], "running");
+export const START = rawTransition(["queued", "running"], "running");
 
 // Purpose: take the run and read its journal in one round trip (the common case of every job).
 // Params: execution, dispatch seq, worker, now. Locks: the execution row. Result: the started row with
@@ -34,15 +34,7 @@ const START_AND_LOAD = `
              SELECT 1 FROM queues q WHERE q.project_id = e.project_id AND q.name = e.queue_name
                                       AND q.concurrency_limit IS NOT NULL))
     RETURNING ${executionFields("e")})
-  SELECT taken.*,
-    (SELECT coalesce(json_agg(json_build_object('stepKey', s.step_key, 'seq', s.seq, 'kind', s.kind,
-              'status', s.status, 'output', s.output, 'error', s.error, 'attempts', s.attempts)
-              ORDER BY s.seq), '[]')
-       FROM step_results s WHERE s.execution_id = $1) AS "journalSteps",
-    (SELECT coalesce(json_agg(json_build_object('stepKey', w.step_key, 'seq', w.seq, 'kind', w.kind,
-              'wakeAt', w.wake_at)), '[]')
-       FROM waits w WHERE w.execution_id = $1 AND w.status = 'pending') AS "journalWaits"
-  FROM taken`;
+  SELECT taken.*, ${journalColumns("$1")} FROM taken`;
 
 /**
  * A worker claims the execution a job names. Only the job made for the current dispatch sequence
@@ -62,10 +54,7 @@ export async function startExecution(
   args: { executionId: string; dispatchSeq: number; workerId: string | null },
 ): Promise<StartResult> {
   const { rows } = await db.pool.query<
-    Execution & {
-      journalSteps: JournalRows["steps"];
-      journalWaits: { stepKey: string; seq: number; kind: string; wakeAt: string | null }[];
-    }
+    Execution & { journalSteps: JournalRows["steps"]; journalWaits: RawWait[] }
   >({
     name: "spool_start_and_load",
     text: START_AND_LOAD,
@@ -73,15 +62,8 @@ export async function startExecution(
   });
   const taken = rows[0];
   if (taken) {
-    const { journalSteps, journalWaits, ...execution } = taken;
-    return {
-      status: "started",
-      execution,
-      journal: {
-        steps: journalSteps,
-        waits: journalWaits.map((w) => ({ ...w, wakeAt: w.wakeAt === null ? null : new Date(w.wakeAt) })),
-      },
-    };
+    const { rest: execution, journal } = journalOf(taken);
+    return { status: "started", execution, journal };
   }
   const row = await db.prisma.execution.findUnique({ where: { id: args.executionId } });
   if (!row || row.dispatchSeq !== args.dispatchSeq || (row.status !== "queued" && row.status !== "running")) {

@@ -1,12 +1,15 @@
-import { type Execution, Prisma, type PrismaClient, type Worker } from "@spool/db";
+import { type Execution, Prisma, type PrismaClient, type pg, type Worker } from "@spool/db";
 import { TX_OPTIONS } from "../deps.js";
+import { executionFields, workerFields } from "../sql/rows.js";
 import { type Claim, heldUnder } from "./claim.js";
+import { type JournalRows, journalColumns, journalOf, type RawWait } from "./journal-store.js";
+import { START } from "./start-execution.js";
 import { takeRunInLane } from "./take-run.js";
 import { transition } from "./transition.js";
 
 /** What starting a run on a push worker found. */
 export type PushStart =
-  | { status: "started"; execution: Execution; worker: Worker }
+  | { status: "started"; execution: Execution; worker: Worker; journal?: JournalRows }
   | { status: "stale" }
   /** The run's lane partition is full: it waits for a slot, without this job. */
   | { status: "slot_wait" }
@@ -15,6 +18,88 @@ export type PushStart =
   /** No online push worker serves the workflow. */
   | { status: "none" };
 
+// Purpose: the least loaded online push worker of the workflow that is not paused, locked (a
+// dispatcher starting another run skips it for the next). Params: project, workflow. Locks: that
+// worker's row. Result: the worker, or none (none serves it, all are paused or locked).
+const LOCK_PUSH_WORKER = `
+  SELECT ${workerFields("w")} FROM workers w
+   WHERE w.project_id = $1::uuid AND w.mode = 'push' AND w.status = 'online'
+     AND w.capabilities -> 'workflow_ids' @> jsonb_build_array($2::text)
+     AND (w.push_paused_until IS NULL OR w.push_paused_until <= now())
+   ORDER BY (SELECT count(*) FROM executions x WHERE x.worker_id = w.id AND x.status = 'running'), random()
+   LIMIT 1
+   FOR UPDATE OF w SKIP LOCKED`;
+
+// Purpose: queued|running → running on the locked worker with a new lease, if the worker has room
+// (counted after its lock, so no other start is missed) and the run's lane has no limit; with the
+// run's journal. Params: execution, dispatch seq, lease, worker, the worker's max (null: none), now,
+// from-statuses. Locks: the execution row. Result: the started row and its journal, or none (the
+// run moved on, no room, or a limited lane).
+const TAKE_FOR_PUSH = `
+  WITH taken AS (
+    UPDATE executions e
+       SET status = '${START.to}', worker_id = $4::uuid, started_at = COALESCE(e.started_at, $6),
+           lease = e.lease + 1, slot_waiting_since = NULL, updated_at = $6
+     WHERE e.id = $1::uuid AND e.dispatch_seq = $2 AND e.lease = $3 AND e.status = ANY($7::text[])
+       AND ($5::int IS NULL OR (SELECT count(*) FROM executions x
+                                 WHERE x.worker_id = $4::uuid AND x.status = 'running') < $5)
+       AND NOT (e.status = 'queued' AND EXISTS (
+             SELECT 1 FROM queues q WHERE q.project_id = e.project_id AND q.name = e.queue_name
+                                      AND q.concurrency_limit IS NOT NULL))
+    RETURNING ${executionFields("e")})
+  SELECT taken.*, ${journalColumns("$1::uuid")} FROM taken`;
+
+/**
+ * The common start of a pushed run in four round trips (begin, lock the worker, take the run,
+ * commit), with its journal so the push can carry it. Null when it cannot tell (no unlocked worker
+ * with room, a limited lane, the run moved on): startOnPushWorker's general path decides then.
+ */
+async function startOnLeastLoaded(
+  pool: pg.Pool,
+  e: Execution,
+): Promise<{ execution: Execution; worker: Worker; journal: JournalRows } | null> {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    const worker = (
+      await client.query<Worker>({
+        name: "spool_lock_push_worker",
+        text: LOCK_PUSH_WORKER,
+        values: [e.projectId, e.workflowId],
+      })
+    ).rows[0];
+    const taken = worker
+      ? (
+          await client.query<Execution & { journalSteps: JournalRows["steps"]; journalWaits: RawWait[] }>({
+            name: "spool_take_for_push",
+            text: TAKE_FOR_PUSH,
+            values: [
+              e.id,
+              e.dispatchSeq,
+              e.lease,
+              worker.id,
+              worker.maxConcurrentExecutions,
+              new Date(),
+              START.from,
+            ],
+          })
+        ).rows[0]
+      : undefined;
+    if (!worker || !taken) {
+      await client.query("ROLLBACK");
+      return null;
+    }
+    await client.query("COMMIT");
+    const { rest: execution, journal } = journalOf(taken);
+    return { execution, worker, journal };
+  } catch (err) {
+    await client.query("ROLLBACK").catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
 /**
  * Starts a queued run (the job made for `dispatchSeq`) on one of its project's online push workers
  * that serve its workflow, have room under their max_concurrent_executions and are not paused
@@ -22,10 +107,13 @@ export type PushStart =
  * are counted and the run moves to it, so two dispatchers never fill the same slot.
  */
 export async function startOnPushWorker(
-  prisma: PrismaClient,
+  db: { prisma: PrismaClient; pool: pg.Pool },
   args: { execution: Execution },
 ): Promise<PushStart> {
   const e = args.execution;
+  const fast = await startOnLeastLoaded(db.pool, e);
+  if (fast) return { status: "started", ...fast };
+  const prisma = db.prisma;
   // Purpose: the candidates and their load. Params: project, workflow. Locks: none (the chosen row
   // is locked below). Result: one row per online push worker that advertises the workflow.
   const candidates = await prisma.$queryRaw<{ id: string; running: number; pausedUntil: Date | null }[]>(

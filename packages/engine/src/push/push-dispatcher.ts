@@ -1,11 +1,12 @@
 import type { Execution, Worker as WorkerRow } from "@spool/db";
 import { Prisma } from "@spool/db";
-import type { Logger, PushRequest, SerializedError } from "@spool/shared";
+import type { Logger, PushRequest, SerializedError, WireJournal } from "@spool/shared";
 import { DelayedError, type Job, Worker } from "bullmq";
 import { BULL_PREFIX, bullQueueName, type JobData } from "../dispatch/dispatcher.js";
 import { CONSUMER_NAME } from "../dispatch/orphaned-jobs.js";
 import type { Engine } from "../engine.js";
 import { claimOf } from "../execution/claim.js";
+import type { JournalRows } from "../execution/journal-store.js";
 import { markPushed, startOnPushWorker, unstartExecution } from "../execution/start-on-push-worker.js";
 import { showRunningAfterDelay } from "../traces/running-span.js";
 import { recordPushOutcome, servedByAnyPushWorker, servedElsewhere } from "../workers/workers.js";
@@ -168,7 +169,7 @@ export class PushDispatcher {
         await this.hold(run, holder);
         return "adopted";
       }
-      const started = await startOnPushWorker(this.engine.prisma, { execution: run });
+      const started = await startOnPushWorker(this.engine, { execution: run });
       if (started.status === "stale") return "stale";
       // Its lane's partition is full: the run that frees a slot dispatches it again.
       if (started.status === "slot_wait") return "waiting for a slot";
@@ -177,13 +178,13 @@ export class PushDispatcher {
         await this.waitForRoom(round, started.retryAt);
         continue;
       }
-      const { execution, worker } = started;
+      const { execution, worker, journal } = started;
       this.pushing++;
       let outcome: PushOutcome;
       try {
         outcome = await sendPush(
           worker,
-          await this.pushBody(execution, worker),
+          await this.pushBody(execution, worker, journal),
           this.o.pushTimeoutMs ?? 10_000,
         );
         // The worker has the run now: a dispatcher that adopts this job later must only wait.
@@ -276,8 +277,8 @@ export class PushDispatcher {
     return this.engine.prisma.worker.findUnique({ where: { id } });
   }
 
-  /** The protocol's push body (unknown values null) plus Spool's claim. */
-  private async pushBody(e: Execution, worker: WorkerRow): Promise<PushRequest> {
+  /** The protocol's push body (unknown values null) plus Spool's claim, and the journal when read. */
+  private async pushBody(e: Execution, worker: WorkerRow, journal?: JournalRows): Promise<PushRequest> {
     const rootId = e.rootExecutionId ?? e.id;
     const root =
       rootId === e.id
@@ -308,6 +309,28 @@ export class PushDispatcher {
       spool_claim: `${e.dispatchSeq}.${e.lease}`,
       attempt: e.attempt,
       queue_name: e.queueName,
+      ...(journal ? { spool_journal: toWireJournal(journal) } : {}),
     };
   }
+}
+
+/** A journal as the worker routes carry it (the answer of `GET …/steps`). */
+function toWireJournal(j: JournalRows): WireJournal {
+  return {
+    steps: j.steps.map((s) => ({
+      step_key: s.stepKey,
+      outputs: s.output ?? null,
+      success: s.status === "completed",
+      error: (s.error as SerializedError | null) ?? null,
+      seq: s.seq,
+      kind: s.kind,
+      attempts: s.attempts,
+    })),
+    waits: j.waits.map((w) => ({
+      step_key: w.stepKey,
+      seq: w.seq,
+      kind: w.kind,
+      wake_at: w.wakeAt?.toISOString() ?? null,
+    })),
+  };
 }

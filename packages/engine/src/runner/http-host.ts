@@ -1,4 +1,4 @@
-import { type PushRequest, runTopic, type SerializedError } from "@spool/shared";
+import { type PushRequest, runTopic, type WireJournal, type WireStep } from "@spool/shared";
 import { createBatcher } from "../agents/batcher.js";
 import {
   ExecutionAbortedError,
@@ -16,17 +16,6 @@ import {
 } from "../runtime/result-size.js";
 import { type ProtocolClient, ProtocolError } from "./protocol-client.js";
 import type { RunHost } from "./run-host.js";
-
-/** A step as the worker routes answer it (the protocol's fields and Spool's). */
-interface WireStep {
-  step_key: string;
-  outputs: unknown;
-  success: boolean;
-  error: SerializedError | null;
-  seq: number;
-  kind: string;
-  attempts: number;
-}
 
 /** How often live events and step spans are sent (one request per batch). */
 const FLUSH_MS = 50;
@@ -138,10 +127,8 @@ export function createHttpHost(o: {
       },
     }),
     async journal(): Promise<Journal> {
-      const j = await call<{
-        steps: WireStep[];
-        waits: { step_key: string; seq: number; kind: string; wake_at: string | null }[];
-      }>("GET", `${run}/steps`);
+      // The push carries it when Spool read it with the start: one request less per run.
+      const j = push.spool_journal ?? (await call<WireJournal>("GET", `${run}/steps`));
       return {
         steps: new Map(j.steps.map((s) => [s.step_key, toJournalStep(s)])),
         waits: new Map(

@@ -17,6 +17,9 @@ function selectList(fields: Record<string, string>, alias?: string): string {
 export const EXECUTION_FIELDS = selectList(Prisma.ExecutionScalarFieldEnum);
 export const executionFields = (alias: string) => selectList(Prisma.ExecutionScalarFieldEnum, alias);
 
+/** Select list that reads a workers row as a `Worker`. */
+export const workerFields = (alias: string) => selectList(Prisma.WorkerScalarFieldEnum, alias);
+
 /** Select list that reads a step_results row as a `StepResult`. */
 export const STEP_RESULT_FIELDS = selectList(Prisma.StepResultScalarFieldEnum);
 

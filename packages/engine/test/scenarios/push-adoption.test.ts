@@ -21,14 +21,14 @@ describe("a pushed run's job redelivered after its dispatcher died", () => {
     };
 
     // Started on the worker, then the dispatcher died before the push went out.
-    const lost = await startOnPushWorker(prisma, { execution: await fresh() });
+    const lost = await startOnPushWorker(engine, { execution: await fresh() });
     if (lost.status !== "started") throw new Error(`not started: ${lost.status}`);
     const retaken = await engine.executions.start(lost.execution.id, 0, null);
     expect(retaken.status).toBe("started");
     if (retaken.status === "started") expect(retaken.execution.lease).toBe(lost.execution.lease + 1);
 
     // Started, pushed and taken by the worker, then the dispatcher died.
-    const out = await startOnPushWorker(prisma, { execution: await fresh() });
+    const out = await startOnPushWorker(engine, { execution: await fresh() });
     if (out.status !== "started") throw new Error(`not started: ${out.status}`);
     await markPushed(prisma, claimOf(out.execution), out.execution.id);
     const again = await engine.executions.start(out.execution.id, 0, null);

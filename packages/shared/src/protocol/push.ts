@@ -1,6 +1,7 @@
 // The push Spool sends a remote worker (`POST {push_endpoint_url}/execute`), and how it is signed.
 // Plain types and functions, no schemas: the SDK's remote worker bundles this file.
 import { createHmac, timingSafeEqual } from "node:crypto";
+import type { SerializedError } from "../workflow/errors.js";
 
 /** The push body: the Polos SDKs read the protocol's fields; fields marked Spool are extensions. */
 export interface PushRequest {
@@ -31,6 +32,28 @@ export interface PushRequest {
   attempt: number;
   /** Spool */
   queue_name: string;
+  /**
+   * Spool: the run's journal as it started (what `GET …/steps` answers), so the worker does not
+   * read it back. Absent when the dispatcher did not read it with the start.
+   */
+  spool_journal?: WireJournal;
+}
+
+/** A stored step as the worker routes carry it (the protocol's fields, then Spool's). */
+export interface WireStep {
+  step_key: string;
+  outputs: unknown;
+  success: boolean;
+  error: SerializedError | null;
+  seq: number;
+  kind: string;
+  attempts: number;
+}
+
+/** A run's stored steps and the waits it is parked on (a replay keeps their seq and deadline). */
+export interface WireJournal {
+  steps: WireStep[];
+  waits: { step_key: string; seq: number; kind: string; wake_at: string | null }[];
 }
 
 /** Header carrying a push's signature: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`. */
