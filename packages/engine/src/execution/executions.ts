@@ -70,6 +70,7 @@ export interface ListExecutionsFilter {
 }
 
 const GET_EXECUTION = `SELECT ${EXECUTION_FIELDS} FROM executions WHERE id = $1 AND project_id = $2`;
+const GET_EXECUTION_BY_ID = `SELECT ${EXECUTION_FIELDS} FROM executions WHERE id = $1`;
 
 const receipt = (e: Execution): RunReceipt => ({
   execution_id: e.id,
@@ -299,10 +300,24 @@ export class Executions {
   untilLeaves(executionId: string, lease: number, timeoutMs: number) {
     return this.watcher.wait(
       executionId,
-      () => this.deps.prisma.execution.findUniqueOrThrow({ where: { id: executionId } }),
+      async () => {
+        const row = await this.row(executionId);
+        if (!row) throw notFound("execution", executionId);
+        return row;
+      },
       timeoutMs,
       { done: (e) => e.status !== "running" || e.lease !== lease },
     );
+  }
+
+  /** An execution by id, whatever its project (the engine's own reads: dispatchers, workers). */
+  async row(executionId: string): Promise<Execution | undefined> {
+    const { rows } = await this.deps.pool.query<Execution>({
+      name: "spool_execution_by_id",
+      text: GET_EXECUTION_BY_ID,
+      values: [executionId],
+    });
+    return rows[0];
   }
 
   notLoaded(execution: Execution, claim: Claim, workerId: string | null) {

@@ -164,13 +164,19 @@ export function unstartExecution(prisma: PrismaClient, args: { executionId: stri
   });
 }
 
+// Purpose: see markPushed. Params: execution, dispatch seq, lease. Locks: the execution row.
+const MARK_PUSHED = `
+  UPDATE executions SET pushed_lease = $3
+   WHERE id = $1::uuid AND status = 'running' AND dispatch_seq = $2 AND lease = $3`;
+
 /**
  * The run's push worker took the push (answered 200) under this claim: a dispatcher that adopts the
  * run's job later knows the run is out there (see Execution.pushedLease).
  */
-export async function markPushed(prisma: PrismaClient, claim: Claim, executionId: string): Promise<void> {
-  await prisma.execution.updateMany({
-    where: { id: executionId, status: "running", ...heldUnder(claim) },
-    data: { pushedLease: claim.lease },
+export async function markPushed(pool: pg.Pool, claim: Claim, executionId: string): Promise<void> {
+  await pool.query({
+    name: "spool_mark_pushed",
+    text: MARK_PUSHED,
+    values: [executionId, claim.dispatchSeq, claim.lease],
   });
 }

@@ -150,7 +150,7 @@ export class PushDispatcher {
       return (await this.engine.executions.fireTimer(data.waitId)) ? "timer fired" : "timer not due";
     }
     for (let round = 0; ; round++) {
-      const run = await this.engine.prisma.execution.findUnique({ where: { id: data.executionId } });
+      const run = await this.engine.executions.row(data.executionId);
       if (
         !run ||
         run.dispatchSeq !== data.dispatchSeq ||
@@ -188,12 +188,11 @@ export class PushDispatcher {
           this.o.pushTimeoutMs ?? 10_000,
         );
         // The worker has the run now: a dispatcher that adopts this job later must only wait.
-        if (outcome.kind === "accepted")
-          await markPushed(this.engine.prisma, claimOf(execution), execution.id);
+        if (outcome.kind === "accepted") await markPushed(this.engine.pool, claimOf(execution), execution.id);
       } finally {
         this.pushing--;
       }
-      await recordPushOutcome(this.engine.prisma, worker.id, outcome.kind);
+      await recordPushOutcome(this.engine.prisma, worker, outcome.kind);
       if (outcome.kind === "accepted") {
         await this.hold(execution, worker);
         return "pushed";

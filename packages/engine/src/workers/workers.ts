@@ -63,12 +63,15 @@ const BUSY_PAUSE_MS = 1000;
  */
 export async function recordPushOutcome(
   prisma: PrismaClient,
-  workerId: string,
+  worker: Pick<Worker, "id" | "pushFailures" | "pushPausedUntil">,
   outcome: "accepted" | "busy" | "failed" | "mismatch",
 ): Promise<void> {
   const now = Date.now();
+  const workerId = worker.id;
   switch (outcome) {
     case "accepted":
+      // Nothing to clear when the worker was in good standing as it was read for this push.
+      if (worker.pushFailures === 0 && worker.pushPausedUntil === null) return;
       await prisma.worker.updateMany({
         where: { id: workerId, OR: [{ pushFailures: { gt: 0 } }, { pushPausedUntil: { not: null } }] },
         data: { pushFailures: 0, pushPausedUntil: null },

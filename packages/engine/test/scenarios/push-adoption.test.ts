@@ -30,7 +30,7 @@ describe("a pushed run's job redelivered after its dispatcher died", () => {
     // Started, pushed and taken by the worker, then the dispatcher died.
     const out = await startOnPushWorker(engine, { execution: await fresh() });
     if (out.status !== "started") throw new Error(`not started: ${out.status}`);
-    await markPushed(prisma, claimOf(out.execution), out.execution.id);
+    await markPushed(engine.pool, claimOf(out.execution), out.execution.id);
     const again = await engine.executions.start(out.execution.id, 0, null);
     expect(again.status).toBe("held");
     const row = await prisma.execution.findUniqueOrThrow({ where: { id: out.execution.id } });
