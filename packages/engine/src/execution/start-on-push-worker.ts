@@ -18,17 +18,20 @@ export type PushStart =
   /** No online push worker serves the workflow. */
   | { status: "none" };
 
-// Purpose: the least loaded online push worker of the workflow that is not paused, locked (a
-// dispatcher starting another run skips it for the next). Params: project, workflow. Locks: that
-// worker's row. Result: the worker, or none (none serves it, all are paused or locked).
-const LOCK_PUSH_WORKER = `
+// Purpose: the least loaded online push worker of the workflow that is not paused, locked. With
+// SKIP LOCKED a start takes another worker than one a concurrent start holds; without it (when all
+// were held, as with a single worker), it waits its turn. Params: project, workflow. Locks: that
+// worker's row. Result: the worker, or none (none serves it, all are paused, or all are held).
+const lockPushWorker = (skipLocked: boolean) => `
   SELECT ${workerFields("w")} FROM workers w
    WHERE w.project_id = $1::uuid AND w.mode = 'push' AND w.status = 'online'
      AND w.capabilities -> 'workflow_ids' @> jsonb_build_array($2::text)
      AND (w.push_paused_until IS NULL OR w.push_paused_until <= now())
    ORDER BY (SELECT count(*) FROM executions x WHERE x.worker_id = w.id AND x.status = 'running'), random()
    LIMIT 1
-   FOR UPDATE OF w SKIP LOCKED`;
+   FOR UPDATE OF w${skipLocked ? " SKIP LOCKED" : ""}`;
+const LOCK_FREE_PUSH_WORKER = lockPushWorker(true);
+const LOCK_PUSH_WORKER = lockPushWorker(false);
 
 // Purpose: queued|running → running on the locked worker with a new lease, if the worker has room
 // (counted after its lock, so no other start is missed) and the run's lane has no limit; with the
@@ -51,7 +54,8 @@ const TAKE_FOR_PUSH = `
 
 /**
  * The common start of a pushed run in four round trips (begin, lock the worker, take the run,
- * commit), with its journal so the push can carry it. Null when it cannot tell (no unlocked worker
+ * commit; one more when every worker is held by another start), with its journal so the push can
+ * carry it. Null when it cannot tell (no unlocked worker
  * with room, a limited lane, the run moved on): startOnPushWorker's general path decides then.
  */
 async function startOnLeastLoaded(
@@ -61,13 +65,11 @@ async function startOnLeastLoaded(
   const client = await pool.connect();
   try {
     await client.query("BEGIN");
-    const worker = (
-      await client.query<Worker>({
-        name: "spool_lock_push_worker",
-        text: LOCK_PUSH_WORKER,
-        values: [e.projectId, e.workflowId],
-      })
-    ).rows[0];
+    const lock = async (name: string, text: string) =>
+      (await client.query<Worker>({ name, text, values: [e.projectId, e.workflowId] })).rows[0];
+    const worker =
+      (await lock("spool_lock_free_push_worker", LOCK_FREE_PUSH_WORKER)) ??
+      (await lock("spool_lock_push_worker", LOCK_PUSH_WORKER));
     const taken = worker
       ? (
           await client.query<Execution & { journalSteps: JournalRows["steps"]; journalWaits: RawWait[] }>({
