@@ -4,7 +4,8 @@
 //  1. Starts Postgres + Redis with scripts/services.mjs in persistent mode under SPOOL_DATA_DIR (default
 //     <repo>/.data), unless DATABASE_URL / REDIS_URL are set.
 //  2. Applies migrations.
-//  3. Starts the API, waits for /api/v1/health, then makes sure a "default" project and a project API key
+//  3. Builds the dashboard when its sources changed (the API serves it at /).
+//     Starts the API, waits for /api/v1/health, then makes sure a "default" project and a project API key
 //     exist (reused from <data dir>/dev.json across runs), then starts the worker and the scheduler.
 //  4. Once up, an app that dies is restarted (backoff 1 s doubling to 30 s); the others keep running.
 //  5. Ctrl-C / SIGTERM stops everything in order: apps first (SIGTERM, SIGKILL after 10 s), then services.
@@ -15,6 +16,7 @@ import net from "node:net";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { deployMigrations } from "../packages/db/scripts/migrate.mjs";
+import { ensureDashboardBuilt } from "./build-dashboard.mjs";
 import { startServicesProcess } from "./services-client.mjs";
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -292,6 +294,7 @@ function banner({ projectId, apiKey, adminKey, databaseUrl, redisUrl }) {
   const shown = rel && !rel.startsWith("..") ? rel : devJsonPath;
   const rows = [
     ["API", apiUrl],
+    ["Dashboard", `${apiUrl}/  (sign in with the project key below)`],
     ["API docs", `${apiUrl}/api/v1/docs`],
     ["Project ID", projectId],
     ["Project key", apiKey],
@@ -374,7 +377,10 @@ async function main() {
     redis_url: redisUrl,
   });
 
-  // 4. API
+  // 4. Dashboard (served by the API at /), built when its sources changed
+  ensureDashboardBuilt({ log });
+
+  // 5. API
   const baseEnv = { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, PORT: String(port) };
   baseEnv.SPOOL_ADMIN_KEY = adminKey;
   log(`starting the API on ${apiUrl}`);
@@ -382,7 +388,7 @@ async function main() {
   await waitForHealth(apiChild);
   if (shuttingDown) return;
 
-  // 5. Default project and key
+  // 6. Default project and key
   const { projectId, apiKey, created } = await ensureProject(saved, adminKey);
   log(created ? `created project "default" (${projectId}) and a "dev" key` : `reusing project ${projectId}`);
   writeDevJson({
@@ -396,7 +402,7 @@ async function main() {
   });
   if (shuttingDown) return;
 
-  // 6. Worker and scheduler
+  // 7. Worker and scheduler
   const appEnv = { ...baseEnv, SPOOL_API_URL: apiUrl, SPOOL_API_KEY: apiKey, SPOOL_PROJECT_ID: projectId };
   const workerStartedAt = Date.now();
   const worker = startApp("worker", appEnv);

@@ -4,6 +4,7 @@ import { type Logger, SpoolError } from "@spool/shared";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { ApiEnv, ApiLimits, App } from "./context.js";
+import { registerDashboard } from "./dashboard.js";
 import { registerDocs } from "./docs.js";
 import { errorJson, onError, validationHook } from "./errors.js";
 import { PerKeySlots } from "./limits/per-key-slots.js";
@@ -19,6 +20,7 @@ import { registerInternalSessions } from "./routes/internal-sessions.js";
 import { registerProjects } from "./routes/projects.js";
 import { registerRegistry } from "./routes/registry.js";
 import { registerSchedules } from "./routes/schedules.js";
+import { registerSession } from "./routes/session.js";
 import { registerTraces } from "./routes/traces.js";
 import { registerTriggers } from "./routes/triggers.js";
 import { registerWorkers } from "./routes/workers.js";
@@ -35,6 +37,8 @@ export interface AppOptions {
   /** SSE keep-alive comment interval (contract: 15 s). */
   sseKeepaliveMs?: number;
   limits?: Partial<LimitOptions>;
+  /** The built dashboard (default: apps/dashboard/dist). */
+  dashboardDist?: string;
 }
 
 export interface LimitOptions {
@@ -54,7 +58,10 @@ const PUBLIC_PATHS = [
   /^\/api\/v1\/openapi\.json$/,
   /^\/api\/v1\/docs(\/|$)/,
 ];
-const PROJECT_ADMIN_PATHS = /^\/api\/v1\/projects(\/|$)/;
+/** Signing in and out need no key; who is signed in does. */
+const isSessionChange = (method: string, path: string) => path === "/api/v1/session" && method !== "GET";
+/** Routes that name their project in the path, or need none: X-Project-ID is optional there. */
+const PROJECT_ADMIN_PATHS = /^\/api\/v1\/(projects(\/|$)|session$)/;
 
 /**
  * Who may call what: public paths need nothing; /projects routes check the path's project
@@ -62,7 +69,7 @@ const PROJECT_ADMIN_PATHS = /^\/api\/v1\/projects(\/|$)/;
  */
 const access = createMiddleware<ApiEnv>(async (c, next) => {
   const path = c.req.path;
-  if (PUBLIC_PATHS.some((p) => p.test(path))) return next();
+  if (PUBLIC_PATHS.some((p) => p.test(path)) || isSessionChange(c.req.method, path)) return next();
   await authenticate(c, async () => {
     limitRate(c);
     await (PROJECT_ADMIN_PATHS.test(path) ? checkOptionalProjectHeader : requireProject)(c, next);
@@ -114,6 +121,7 @@ export function createApp(options: AppOptions): App {
   app.use("/internal/*", limitBody(maxBodyBytes), requireJsonBody, authenticate, requireProject);
 
   registerHealth(app);
+  registerSession(app);
   registerProjects(app);
   registerRegistry(app);
   registerAgentsAndTools(app);
@@ -126,6 +134,8 @@ export function createApp(options: AppOptions): App {
   registerInternalExecutions(app);
   registerInternalSessions(app);
   registerDocs(app);
+  // Last: the dashboard answers the GETs no API route took.
+  registerDashboard(app, options.dashboardDist);
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer_auth", {
     type: "http",
@@ -150,6 +160,7 @@ export function createApp(options: AppOptions): App {
     security: [{ bearer_auth: [] }, { cookie_auth: [] }],
     tags: [
       "Health",
+      "Session",
       "Projects",
       "Agents",
       "Tools",
@@ -160,6 +171,7 @@ export function createApp(options: AppOptions): App {
       "Event Triggers",
       "Schedules",
       "Workers",
+      "Queues",
       "Deployments",
       "Worker protocol",
     ].map((name) => ({ name })),

@@ -125,7 +125,7 @@ describe("error contract", () => {
       404,
       "NOT_FOUND",
     );
-    await expectError(await api.request("/nope"), 404, "NOT_FOUND");
+    await expectError(await api.request("/api/nope"), 404, "NOT_FOUND");
   });
 
   it("no route answers 500 to hostile input", async () => {

@@ -73,6 +73,7 @@ const intFields = (...fields: string[]) => each(fields, [{ value: BIG_INT }]);
 
 /** Every route with a body that can carry text, JSON, integers or dates. Fixture ids: see errors.test.ts. */
 export const BODY_CASES: BodyCase[] = [
+  { route: "POST /api/v1/session", base: { api_key: "sk_x" }, hostile: textFields("api_key") },
   {
     route: "POST /api/v1/projects",
     admin: true,

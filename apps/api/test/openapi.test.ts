@@ -27,6 +27,7 @@ describe("OpenAPI document", () => {
     expect(registerTrigger.operationId).toBe("register_event_trigger");
     expect(doc.tags.map((t) => t.name)).toEqual([
       "Health",
+      "Session",
       "Projects",
       "Agents",
       "Tools",
@@ -37,6 +38,7 @@ describe("OpenAPI document", () => {
       "Event Triggers",
       "Schedules",
       "Workers",
+      "Queues",
       "Deployments",
       "Worker protocol",
     ]);

@@ -13,10 +13,20 @@ function presentedKey(authorization: string | undefined, cookie: string | undefi
   return bearer ?? (cookie || undefined);
 }
 
-/** 401 unless the request carries a known, unrevoked key (bearer header or service_auth cookie). */
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/**
+ * 401 unless the request carries a known, unrevoked key (bearer header or service_auth cookie). A
+ * write the cookie alone authenticates must also carry X-Project-ID: a browser sends the cookie with
+ * a cross-site form, but no cross-site page can add a header without the API's consent (CSRF).
+ */
 export const authenticate = createMiddleware<ApiEnv>(async (c, next) => {
-  const key = presentedKey(c.req.header("authorization"), getCookie(c, AUTH_COOKIE));
+  const bearer = c.req.header("authorization");
+  const key = presentedKey(bearer, getCookie(c, AUTH_COOKIE));
   if (!key) throw unauthorized("missing credentials: send Authorization: Bearer <api key>");
+  if (!bearer && !SAFE_METHODS.has(c.req.method) && !headerProjectId((n) => c.req.header(n))) {
+    throw forbidden("a write with the session cookie must carry the X-Project-ID header");
+  }
   const principal = await c.var.engine.projects.authenticate(key);
   if (!principal) throw unauthorized("invalid or revoked API key");
   c.set("principal", principal);

@@ -79,3 +79,19 @@ export const ListApiKeysResponse = z
 export const ApiKeyParams = ProjectParams.extend({
   key_id: z.string().openapi({ param: { name: "key_id", in: "path" } }),
 });
+
+/** Signing in to the dashboard: the API key goes into the HttpOnly `service_auth` cookie. */
+export const CreateSessionBody = z
+  .object({ api_key: Text.min(1).max(200).openapi({ description: "A project key or the admin key" }) })
+  .openapi("CreateSessionBody");
+
+/** Who the session (or bearer key) is: the admin key, or a project's key with its scope. */
+export const SessionResponse = z
+  .object({
+    kind: z.enum(["admin", "project"]),
+    project_id: Uuid.nullable().openapi({ description: "The key's project (null for the admin key)" }),
+    scope: KeyScopeSchema.nullable().openapi({
+      description: "The key's scope (null: the admin key, or a key from before scopes)",
+    }),
+  })
+  .openapi("Session");

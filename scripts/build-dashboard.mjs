@@ -1,0 +1,45 @@
+// Builds the dashboard (apps/dashboard → apps/dashboard/dist, which the API serves at /) when its
+// build is missing or older than its sources. Used by `npm run dev` and by the dashboard's tests, so
+// `npm ci && npm run dev` serves it on a fresh clone.
+import { spawnSync } from "node:child_process";
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const appDir = fileURLToPath(new URL("../apps/dashboard/", import.meta.url));
+const builtIndex = join(appDir, "dist", "index.html");
+
+function newestSource(dir) {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestSource(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/** Whether dist is missing or older than src, index.html or the Vite config. */
+export function dashboardIsStale() {
+  if (!existsSync(builtIndex)) return true;
+  const sources = Math.max(
+    newestSource(join(appDir, "src")),
+    statSync(join(appDir, "index.html")).mtimeMs,
+    statSync(join(appDir, "vite.config.ts")).mtimeMs,
+  );
+  return sources > statSync(builtIndex).mtimeMs;
+}
+
+/** Builds it if stale; throws with Vite's output when the build fails. Returns whether it built. */
+export function ensureDashboardBuilt({ log = () => {} } = {}) {
+  if (!dashboardIsStale()) return false;
+  log("building the dashboard (apps/dashboard)");
+  const vite = join(appDir, "node_modules", ".bin", "vite");
+  const bin = existsSync(vite) ? vite : fileURLToPath(new URL("../node_modules/.bin/vite", import.meta.url));
+  const run = spawnSync(bin, ["build", "--logLevel", "warn"], { cwd: appDir, encoding: "utf8" });
+  if (run.status !== 0) throw new Error(`the dashboard build failed:\n${run.stdout}${run.stderr}`);
+  return true;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  ensureDashboardBuilt({ log: (m) => console.log(`[dashboard] ${m}`) });
+}
