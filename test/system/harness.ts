@@ -169,7 +169,7 @@ export interface System {
    * A second API, as its own process (the test may kill it), on `port` or a free one; it pushes
    * nothing (the in-process API does).
    */
-  startApiProcess(port?: number): Promise<Proc & { url: string; port: number }>;
+  startApiProcess(port?: number, env?: Record<string, string>): Promise<Proc & { url: string; port: number }>;
   stop(): Promise<void>;
 }
 
@@ -300,13 +300,14 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
       const ready = await proc.waitFor((l) => l.msg === "remote worker ready", 60_000);
       return Object.assign(proc, { workerId: String(ready.worker_id), pushUrl: String(ready.push_url) });
     },
-    async startApiProcess(port) {
+    async startApiProcess(port, env = {}) {
       const p = port ?? (await freePort());
       const proc = launch("api", "apps/api/src/main.ts", {
         PORT: String(p),
         HOST: "127.0.0.1",
         SPOOL_HEARTBEAT_INTERVAL_SECONDS: String(options.heartbeatIntervalSeconds ?? 1),
         SPOOL_PUSH_DISPATCH: "false",
+        ...env,
       });
       await proc.waitFor((l) => l.msg === "api listening", 60_000);
       return Object.assign(proc, { url: `http://127.0.0.1:${p}`, port: p });

@@ -3,12 +3,15 @@ import type { Engine } from "@spool/engine";
 import { type Logger, SpoolError } from "@spool/shared";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
+import { routePath } from "hono/route";
+import { Registry } from "prom-client";
 import type { ApiEnv, ApiLimits, App } from "./context.js";
 import { registerDashboard } from "./dashboard.js";
 import { registerDocs } from "./docs.js";
 import { errorJson, onError, validationHook } from "./errors.js";
 import { PerKeySlots } from "./limits/per-key-slots.js";
 import { RateLimiter } from "./limits/rate-limiter.js";
+import { createApiMetrics } from "./metrics.js";
 import { authenticate, checkOptionalProjectHeader, requireProject } from "./middleware/auth.js";
 import { limitBody, requireJsonBody } from "./middleware/body.js";
 import { registerAgentsAndTools } from "./routes/agents-tools.js";
@@ -17,6 +20,7 @@ import { registerExecutions } from "./routes/executions.js";
 import { registerHealth } from "./routes/health.js";
 import { registerInternalExecutions } from "./routes/internal-executions.js";
 import { registerInternalSessions } from "./routes/internal-sessions.js";
+import { registerMetrics } from "./routes/metrics.js";
 import { registerProjects } from "./routes/projects.js";
 import { registerRegistry } from "./routes/registry.js";
 import { registerSchedules } from "./routes/schedules.js";
@@ -39,6 +43,8 @@ export interface AppOptions {
   limits?: Partial<LimitOptions>;
   /** The built dashboard (default: apps/dashboard/dist). */
   dashboardDist?: string;
+  /** Where /metrics reads from: the engine's metrics (createPrometheusMetrics) share it. */
+  metricsRegistry?: Registry;
 }
 
 export interface LimitOptions {
@@ -100,12 +106,21 @@ export function createApp(options: AppOptions): App {
     streams: new PerKeySlots(limitOptions.streamsPerKey),
   };
 
+  const metrics = createApiMetrics(options.metricsRegistry ?? new Registry(), engine.prisma);
+
   app.use("*", async (c, next) => {
     c.set("engine", engine);
     c.set("limits", limits);
     c.set("logger", logger);
+    c.set("metrics", metrics);
     const started = performance.now();
     await next();
+    metrics.observeRequest(
+      c.req.method,
+      routePath(c, -1),
+      c.res.status,
+      (performance.now() - started) / 1000,
+    );
     logger.debug(
       {
         method: c.req.method,
@@ -134,6 +149,7 @@ export function createApp(options: AppOptions): App {
   registerInternalExecutions(app);
   registerInternalSessions(app);
   registerDocs(app);
+  registerMetrics(app);
   // Last: the dashboard answers the GETs no API route took.
   registerDashboard(app, options.dashboardDist);
 

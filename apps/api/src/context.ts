@@ -3,6 +3,7 @@ import type { Engine, Principal } from "@spool/engine";
 import type { Logger } from "@spool/shared";
 import type { PerKeySlots } from "./limits/per-key-slots.js";
 import type { RateLimiter } from "./limits/rate-limiter.js";
+import type { ApiMetrics } from "./metrics.js";
 
 /** Per-key limits of this API process (see limits/). */
 export interface ApiLimits {
@@ -16,6 +17,7 @@ export interface ApiLimits {
 export interface ApiVariables {
   engine: Engine;
   limits: ApiLimits;
+  metrics: ApiMetrics;
   logger: Logger;
   principal: Principal;
   /** Set on project-scoped routes once X-Project-ID has been checked against the principal. */

@@ -1,5 +1,6 @@
 import { createDatabase } from "@spool/db";
 import {
+  createPrometheusMetrics,
   DEFAULT_MAX_QUEUES_PER_PROJECT,
   Engine,
   exportSpansIfConfigured,
@@ -8,6 +9,7 @@ import {
 import { setMaxResultBytes } from "@spool/engine/runner";
 import { createLogger, DatabaseUrl, LogLevel, loadConfig, MaxStepResultBytes, RedisUrl } from "@spool/shared";
 import { Redis } from "ioredis";
+import { collectDefaultMetrics, Registry } from "prom-client";
 import { z } from "zod";
 import { createApp, DEFAULT_LIMITS } from "./app.js";
 import { listen } from "./server.js";
@@ -55,7 +57,11 @@ redis.on("ready", () => {
   if (redisDown) logger.info("redis connection restored");
   redisDown = false;
 });
+// One registry for the engine's run and step metrics and the API's own, served at /metrics.
+const metricsRegistry = new Registry();
+collectDefaultMetrics({ register: metricsRegistry });
 const engine = new Engine({
+  metrics: createPrometheusMetrics(metricsRegistry),
   prisma,
   pool,
   redis,
@@ -80,6 +86,7 @@ const app = createApp({
   eventHub,
   logger,
   maxBodyBytes: config.SPOOL_MAX_BODY_BYTES,
+  metricsRegistry,
   limits: {
     ratePerSecond: config.SPOOL_RATE_LIMIT_PER_SECOND,
     longPollsPerKey: config.SPOOL_MAX_LONG_POLLS_PER_KEY,

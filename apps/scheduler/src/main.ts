@@ -1,6 +1,14 @@
 import { createDatabase } from "@spool/db";
-import { Engine, exportSpansIfConfigured, OrphanedJobs } from "@spool/engine";
-import { createLogger, DatabaseUrl, LogLevel, loadConfig, RedisUrl } from "@spool/shared";
+import { Engine, exportSpansIfConfigured, OrphanedJobs, processMetrics } from "@spool/engine";
+import {
+  createLogger,
+  DatabaseUrl,
+  LogLevel,
+  loadConfig,
+  MetricsHost,
+  MetricsPort,
+  RedisUrl,
+} from "@spool/shared";
 import { Redis } from "ioredis";
 import { z } from "zod";
 import { createClock } from "./clock.js";
@@ -19,6 +27,8 @@ const config = loadConfig(
     SPOOL_SCHEDULE_CHECK_INTERVAL_MS: z.coerce.number().int().min(20).default(500),
     SPOOL_CLOCK_SPEED: z.coerce.number().positive().optional(),
     SPOOL_CLOCK_EPOCH_MS: z.coerce.number().int().optional(),
+    SPOOL_METRICS_PORT: MetricsPort,
+    SPOOL_METRICS_HOST: MetricsHost,
     SPOOL_LOG_LEVEL: LogLevel,
   }),
 );
@@ -30,7 +40,12 @@ const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1 });
 redis.on("error", (err) => logger.warn({ err: err.message }, "redis connection error"));
 const subscriber = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
 subscriber.on("error", (err) => logger.debug({ err: err.message }, "redis subscriber connection error"));
-const engine = new Engine({ prisma, pool, redis, redisUrl: config.REDIS_URL, logger, clock });
+const { metrics, server: metricsServer } = processMetrics({
+  port: config.SPOOL_METRICS_PORT,
+  host: config.SPOOL_METRICS_HOST,
+  logger,
+});
+const engine = new Engine({ prisma, pool, redis, redisUrl: config.REDIS_URL, logger, clock, metrics });
 exportSpansIfConfigured(engine.traces, { serviceName: "spool-scheduler", logger });
 
 const orphanedJobs = new OrphanedJobs(redis, engine.dispatcher, logger, {
@@ -94,6 +109,7 @@ async function shutdown(signal: string) {
   logger.info({ signal }, "shutting down");
   await Promise.all(loops.map((l) => l.stop()));
   await stopListening();
+  metricsServer?.close();
   await Promise.allSettled([engine.close(), prisma.$disconnect().then(() => pool.end()), redis.quit()]);
   logger.info("stopped");
   process.exit(0);

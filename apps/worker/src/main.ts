@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import { fileURLToPath } from "node:url";
 import { createDatabase } from "@spool/db";
-import { Engine, exportSpansIfConfigured } from "@spool/engine";
+import { Engine, exportSpansIfConfigured, processMetrics } from "@spool/engine";
 import { setMaxResultBytes } from "@spool/engine/runner";
 import { createClient } from "@spool/sdk";
 import {
@@ -11,7 +11,16 @@ import {
   registerDefinitions,
   startHeartbeat,
 } from "@spool/sdk/internal";
-import { createLogger, DatabaseUrl, LogLevel, loadConfig, MaxStepResultBytes, RedisUrl } from "@spool/shared";
+import {
+  createLogger,
+  DatabaseUrl,
+  LogLevel,
+  loadConfig,
+  MaxStepResultBytes,
+  MetricsHost,
+  MetricsPort,
+  RedisUrl,
+} from "@spool/shared";
 import { Redis } from "ioredis";
 import { z } from "zod";
 import { Consumer } from "./consumer.js";
@@ -35,6 +44,8 @@ const config = loadConfig(
     SPOOL_DRAIN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
     SPOOL_JOB_LOCK_MS: z.coerce.number().int().min(1000).default(30_000),
     SPOOL_MAX_STEP_RESULT_BYTES: MaxStepResultBytes,
+    SPOOL_METRICS_PORT: MetricsPort,
+    SPOOL_METRICS_HOST: MetricsHost,
     SPOOL_LOG_LEVEL: LogLevel,
   }),
 );
@@ -46,7 +57,12 @@ const loaded = await loadWorkflows(config.SPOOL_WORKFLOWS_MODULE);
 const { prisma, pool } = createDatabase({ databaseUrl: config.DATABASE_URL });
 const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
 redis.on("error", (err) => logger.warn({ err: err.message }, "redis connection error"));
-const engine = new Engine({ prisma, pool, redis, redisUrl: config.REDIS_URL, logger });
+const { metrics, server: metricsServer } = processMetrics({
+  port: config.SPOOL_METRICS_PORT,
+  host: config.SPOOL_METRICS_HOST,
+  logger,
+});
+const engine = new Engine({ prisma, pool, redis, redisUrl: config.REDIS_URL, logger, metrics });
 // Spans are stored in Postgres; with a collector configured, they are also exported over OTLP/HTTP.
 exportSpansIfConfigured(engine.traces, { serviceName: "spool-worker", logger });
 const client = createClient({
@@ -112,6 +128,7 @@ async function shutdown(signal: string) {
   const drained = await consumer.drain(config.SPOOL_DRAIN_TIMEOUT_MS);
   stopHeartbeat();
   await client.request("POST", `/workers/${workerId}/deregister`).catch(() => {});
+  metricsServer?.close();
   await Promise.allSettled([engine.close(), prisma.$disconnect().then(() => pool.end()), redis.quit()]);
   logger.info(drained, "stopped");
   process.exit(0);

@@ -3,6 +3,7 @@ import type { Logger } from "@spool/shared";
 import type { Redis } from "ioredis";
 import type { Dispatcher } from "./dispatch/dispatcher.js";
 import type { LaneLimits } from "./execution/lane-slots.js";
+import type { EngineMetrics } from "./metrics/metrics.js";
 import type { Traces } from "./traces/traces.js";
 
 /** What engine functions need; built once by the Engine. */
@@ -19,6 +20,8 @@ export interface EngineDeps {
   limits: EngineLimits;
   /** Lane limits as last read (1 s): ending a run looks there before handing its slot on. */
   laneLimits: LaneLimits;
+  /** Counts what happens to runs and steps (NO_METRICS unless the app exposes them). */
+  metrics: EngineMetrics;
 }
 
 /** Caps on what one project may hold (from the processes' configuration). */

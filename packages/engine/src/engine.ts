@@ -6,6 +6,7 @@ import { Dispatcher } from "./dispatch/dispatcher.js";
 import { Events } from "./events/events.js";
 import { Executions } from "./execution/executions.js";
 import { LaneLimits } from "./execution/lane-slots.js";
+import { type EngineMetrics, NO_METRICS } from "./metrics/metrics.js";
 import { Projects } from "./projects/projects.js";
 import { DEFAULT_MAX_QUEUES_PER_PROJECT } from "./registry/queue-cap.js";
 import { Registry } from "./registry/registry.js";
@@ -31,6 +32,8 @@ export interface EngineOptions {
   /** The scheduler's notion of now (injectable so tests can run hours of cron in seconds). */
   clock?: () => Date;
   limits?: Partial<EngineLimits>;
+  /** Where runs and steps are counted (the apps pass createPrometheusMetrics' registry-backed one). */
+  metrics?: EngineMetrics;
 }
 
 /** A dependency's health: the kind of failure only (the driver's message is logged, not returned). */
@@ -45,6 +48,8 @@ export class Engine {
   /** The pool `prisma` runs on, for raw SQL on hot paths. */
   readonly pool: pg.Pool;
   readonly redis: Redis;
+  /** Where runs and steps are counted (NO_METRICS unless the app passed one). */
+  readonly metrics: EngineMetrics;
   private readonly logger: Logger;
   readonly projects: Projects;
   readonly registry: Registry;
@@ -65,6 +70,7 @@ export class Engine {
   constructor(options: EngineOptions) {
     this.prisma = options.prisma;
     this.pool = options.pool;
+    this.metrics = options.metrics ?? NO_METRICS;
     this.redis = options.redis;
     this.logger = options.logger;
     this.dispatcher = new Dispatcher({ redisUrl: options.redisUrl, logger: options.logger });
@@ -78,6 +84,7 @@ export class Engine {
       traces: this.traces,
       limits: { maxQueuesPerProject: options.limits?.maxQueuesPerProject ?? DEFAULT_MAX_QUEUES_PER_PROJECT },
       laneLimits: new LaneLimits(options.prisma),
+      metrics: this.metrics,
     };
     this.projects = new Projects(options.prisma, options.adminKey);
     this.registry = new Registry(options.prisma, deps.limits);

@@ -44,3 +44,14 @@ export const MaxStepResultBytes = z.coerce
   .min(1024, "must be at least 1024 bytes")
   .max(1024 * 1024 * 1024, "must be at most 1073741824 bytes (1 GiB)")
   .default(DEFAULT_MAX_STEP_RESULT_BYTES);
+
+/** SPOOL_METRICS_PORT of a worker or scheduler: where it serves GET /metrics (unset: nowhere). */
+export const MetricsPort = z.coerce
+  .number({ error: "must be a port number" })
+  .int()
+  .min(1)
+  .max(65535)
+  .optional();
+
+/** SPOOL_METRICS_HOST: the address that /metrics listens on (it has no authentication). */
+export const MetricsHost = z.string().min(1).default("127.0.0.1");

@@ -37,6 +37,7 @@ export function streamEvents(
     );
   }
   return streamSSE(c, async (stream) => {
+    c.var.metrics.streamOpened();
     let last = args.after;
     let caughtUp = false;
     const pending: PublishedEvent[] = [];
@@ -108,6 +109,7 @@ export function streamEvents(
       clearInterval(revocationCheck);
       unsubscribe?.();
       release();
+      c.var.metrics.streamClosed();
     }
   });
 }

@@ -67,6 +67,7 @@ export async function afterTurn(deps: EngineDeps, execution: Execution): Promise
  * own transaction.
  */
 export async function afterFinish(deps: EngineDeps, execution: Execution): Promise<void> {
+  deps.metrics.runFinished(execution);
   await notifyParent(deps, execution);
   await afterTurn(deps, execution);
 }

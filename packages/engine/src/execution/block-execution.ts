@@ -40,6 +40,7 @@ export async function blockExecution(
     if (!row) return null;
 
     const dispatch: DispatchRequest[] = [];
+    const children: Execution[] = [];
     for (const w of args.waits) {
       const created = await tx.wait.createMany({
         data: [
@@ -62,7 +63,11 @@ export async function blockExecution(
       const wait = await tx.wait.findUniqueOrThrow({
         where: { executionId_stepKey: { executionId: row.id, stepKey: w.stepKey } },
       });
-      if (created.count === 1 && w.child) dispatch.push(...(await startChild(tx, row, wait.id, w)));
+      if (created.count === 1 && w.child) {
+        const started = await startChild(tx, row, wait.id, w);
+        dispatch.push(...started.dispatch);
+        children.push(...started.created);
+      }
       if (created.count === 1 && w.topic) {
         const wake = await answerFromPublished(tx, wait);
         if (wake) {
@@ -84,9 +89,10 @@ export async function blockExecution(
       if (wake) dispatch.push(wake);
       current = await tx.execution.findUniqueOrThrow({ where: { id: row.id } });
     }
-    return { row: current, dispatch, spans: await deps.traces.syncInTransaction(tx, current) };
+    return { row: current, dispatch, children, spans: await deps.traces.syncInTransaction(tx, current) };
   }, TX_OPTIONS);
   if (!outcome) return null;
+  deps.metrics.runsCreated(outcome.children);
   deps.traces.publish(outcome.spans);
   await deps.dispatcher.dispatch(outcome.dispatch);
   await afterTurn(deps, outcome.row);
@@ -99,10 +105,10 @@ async function startChild(
   parent: Execution,
   waitId: string,
   w: NewWait,
-): Promise<DispatchRequest[]> {
+): Promise<{ dispatch: DispatchRequest[]; created: Execution[] }> {
   const child = w.child!;
   const registered = await tx.workflowRegistration.count({
-    where: { projectId: parent.projectId, workflowId: child.workflowId },
+    where: { projectId: parent.projectId, workflowId: child.workflowId, archivedAt: null },
   });
   if (!registered) {
     const wait = await tx.wait.findUniqueOrThrow({ where: { id: waitId } });
@@ -113,7 +119,7 @@ async function startChild(
         message: `cannot invoke workflow '${child.workflowId}': it is not registered in this project`,
       },
     });
-    return wake ? [wake] : [];
+    return { dispatch: wake ? [wake] : [], created: [] };
   }
   const { executions, dispatch } = await createExecutions(tx, parent.projectId, [
     {
@@ -127,5 +133,5 @@ async function startChild(
     },
   ]);
   await tx.wait.update({ where: { id: waitId }, data: { childExecutionId: executions[0]!.id } });
-  return dispatch;
+  return { dispatch, created: executions };
 }

@@ -160,6 +160,7 @@ export class Executions {
   /** The hot path of a plain root run: one statement, then its job. */
   private async createPlainRun(projectId: string, request: RunRequest, id?: string) {
     const execution = await createRootRun(this.deps.pool, projectId, request, id);
+    this.deps.metrics.runsCreated([execution]);
     await this.deps.dispatcher.dispatch([runDispatch(execution)]);
     return execution;
   }
@@ -193,17 +194,19 @@ export class Executions {
         requests,
         this.deps.limits.maxQueuesPerProject,
       );
-      return { executions, after: { dispatch, parent: null, spans: [] } };
+      return { executions, after: { created: executions, dispatch, parent: null, spans: [] } };
     }
     const { executions, ...after } = await startWaitedChildren(this.deps, tx, projectId, waited, requests);
-    return { executions, after };
+    return { executions, after: { ...after, created: executions } };
   }
 
   private async afterCreate(after: {
+    created: Execution[];
     dispatch: DispatchRequest[];
     parent: Execution | null;
     spans: SpanRow[];
   }) {
+    this.deps.metrics.runsCreated(after.created);
     this.deps.traces.publish(after.spans);
     await this.deps.dispatcher.dispatch(after.dispatch);
     // A parent that started children it waits for has parked: its turn is over.
@@ -289,8 +292,10 @@ export class Executions {
 
   // ---- worker side -------------------------------------------------------------------------
 
-  start(executionId: string, dispatchSeq: number, workerId: string | null) {
-    return startExecution(this.deps, { executionId, dispatchSeq, workerId });
+  async start(executionId: string, dispatchSeq: number, workerId: string | null) {
+    const result = await startExecution(this.deps, { executionId, dispatchSeq, workerId });
+    if (result.status === "started") this.deps.metrics.runStarted(result.execution);
+    return result;
   }
 
   /**

@@ -183,6 +183,7 @@ export async function failExecution(
   if (!outcome) return null;
   deps.traces.publish(outcome.spans);
   if (outcome.retried) {
+    deps.metrics.runRetried(outcome.row);
     const delayMs = backoffDelay(outcome.row.attempt - 1, RUN_RETRY_BACKOFF);
     await deps.dispatcher.dispatch([{ ...runDispatch(outcome.row), delayMs }]);
     await afterTurn(deps, outcome.row);

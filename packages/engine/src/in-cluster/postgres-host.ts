@@ -87,6 +87,7 @@ export function createPostgresHost(
     publish: (event) => stream?.publish(event),
     recordStep: (record) => {
       ran.push(record.stepKey);
+      engine.metrics.stepFinished(record.kind, record.endedAt.getTime() - record.startedAt.getTime());
       return spans?.record(record);
     },
     flush,

@@ -179,6 +179,7 @@ export class PushDispatcher {
         continue;
       }
       const { execution, worker, journal } = started;
+      this.engine.metrics.runStarted(execution);
       this.pushing++;
       let outcome: PushOutcome;
       try {
@@ -192,6 +193,7 @@ export class PushDispatcher {
       } finally {
         this.pushing--;
       }
+      this.engine.metrics.pushed(outcome.kind);
       await recordPushOutcome(this.engine.prisma, worker, outcome.kind);
       if (outcome.kind === "accepted") {
         await this.hold(execution, worker);

@@ -114,8 +114,9 @@ export class RemoteRuns {
     },
   ) {
     const { execution, claim } = await this.identify(projectId, executionId, caller);
+    const startedAt = step.startedAt ?? new Date();
     try {
-      return await storeStep(this.deps.pool, executionId, claim ?? FENCED, {
+      const stored = await storeStep(this.deps.pool, executionId, claim ?? FENCED, {
         stepKey: step.stepKey,
         seq: step.seq ?? (await nextSeq(this.deps.prisma, executionId)),
         kind: step.kind ?? "run",
@@ -123,8 +124,10 @@ export class RemoteRuns {
         output: step.output,
         error: step.error ?? undefined,
         attempts: step.attempts ?? 1,
-        startedAt: step.startedAt ?? new Date(),
+        startedAt,
       });
+      this.deps.metrics.stepFinished(stored.kind, Date.now() - startedAt.getTime());
+      return stored;
     } catch (err) {
       if (err instanceof ExecutionAbortedError) throw notYours(execution);
       // Refused before any write: nothing of the step is stored.

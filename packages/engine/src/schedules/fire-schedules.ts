@@ -1,4 +1,4 @@
-import { Prisma as P, type Prisma, type Schedule } from "@spool/db";
+import { type Execution, Prisma as P, type Prisma, type Schedule } from "@spool/db";
 import { isTerminal } from "@spool/shared";
 import { type EngineDeps, TX_OPTIONS } from "../deps.js";
 import type { DispatchRequest } from "../dispatch/dispatcher.js";
@@ -53,7 +53,7 @@ export class ScheduleFiring {
       if (!claimed) return { fired: 0, dispatch: [] as DispatchRequest[] };
       const s = await tx.schedule.findUniqueOrThrow({ where: { id: scheduleId } });
       const registered = await tx.workflowRegistration.count({
-        where: { projectId: s.projectId, workflowId: s.workflowId },
+        where: { projectId: s.projectId, workflowId: s.workflowId, archivedAt: null },
       });
       if (!registered) {
         // Firing would fail on every tick until someone notices; paused, it waits for a PATCH resume.
@@ -68,6 +68,7 @@ export class ScheduleFiring {
         "schedule paused: its workflow is not registered; register it and resume the schedule",
       );
     }
+    if ("created" in result) this.deps.metrics.runsCreated(result.created);
     await this.deps.dispatcher.dispatch(result.dispatch);
     return result.fired;
   }
@@ -75,6 +76,7 @@ export class ScheduleFiring {
   private async process(tx: Prisma.TransactionClient, s: Schedule, now: Date) {
     const cron = parseCron(s.cron, s.timezone);
     const dispatch: DispatchRequest[] = [];
+    const runs: Execution[] = [];
     let fired = 0;
     let { lastRunAt, lastExecutionId, bufferedRunAt } = s;
 
@@ -104,6 +106,7 @@ export class ScheduleFiring {
         },
       ]);
       dispatch.push(...created.dispatch);
+      runs.push(...created.executions);
       lastRunAt = occurrence;
       lastExecutionId = created.executions[0]!.id;
       fired++;
@@ -131,6 +134,6 @@ export class ScheduleFiring {
       where: { id: s.id },
       data: { nextRunAt: occurrence, lastRunAt, lastExecutionId, bufferedRunAt },
     });
-    return { fired, dispatch };
+    return { fired, dispatch, created: runs };
   }
 }

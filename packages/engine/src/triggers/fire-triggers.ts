@@ -100,7 +100,7 @@ export class TriggerFiring {
         where: { id: t.id },
         data: { lastSequenceId: events.at(-1)!.sequenceId },
       });
-      return { paused: null, dispatch: created.dispatch };
+      return { paused: null, dispatch: created.dispatch, created: created.executions };
     }, TX_OPTIONS);
     if (!outcome) return false;
     const t = outcome.paused;
@@ -111,6 +111,7 @@ export class TriggerFiring {
       );
       return false;
     }
+    this.deps.metrics.runsCreated(outcome.created ?? []);
     await this.deps.dispatcher.dispatch(outcome.dispatch);
     return true;
   }
