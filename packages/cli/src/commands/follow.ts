@@ -51,6 +51,17 @@ export async function followRun(ctx: Ctx, id: string, timeoutMs: number): Promis
   }
 }
 
+/**
+ * Follows the run (progress for people; nothing but the final JSON with --json), prints how it
+ * ended, and returns the exit status: 0 when it completed.
+ */
+export async function followAndReport(ctx: Ctx, id: string, timeoutMs: number): Promise<number> {
+  const silent = ctx.out.json ? { ...ctx, out: { ...ctx.out, write: () => {} } } : ctx;
+  const run = await followRun(silent, id, timeoutMs);
+  ctx.out.write(ctx.out.json ? `${JSON.stringify(run)}\n` : `${outcomeLine(run)}\n`);
+  return run.status === "completed" ? 0 : 1;
+}
+
 /** The end of a followed run for a person: its result or error. */
 export function outcomeLine(run: Execution): string {
   if (run.status === "completed") return `completed: ${brief(run.result)}`;

@@ -1,6 +1,6 @@
 import { jsonArg } from "../config.js";
 import type { Ctx } from "../context.js";
-import { followRun, outcomeLine } from "./follow.js";
+import { followAndReport } from "./follow.js";
 
 /** `spool run <workflow> [--input <json|@file>] [--wait]`: exit 0 when it completed (or was started). */
 export async function runWorkflow(
@@ -28,11 +28,5 @@ export async function runWorkflow(
     return 0;
   }
   if (!ctx.out.json) ctx.out.write(`started ${receipt.execution_id}\n`);
-  const run = await followRun(
-    ctx.out.json ? { ...ctx, out: { ...ctx.out, write: () => {} } } : ctx,
-    receipt.execution_id,
-    o.timeout * 1000,
-  );
-  ctx.out.write(ctx.out.json ? `${JSON.stringify(run)}\n` : `${outcomeLine(run)}\n`);
-  return run.status === "completed" ? 0 : 1;
+  return followAndReport(ctx, receipt.execution_id, o.timeout * 1000);
 }

@@ -2,7 +2,7 @@ import type { Execution } from "@spool/sdk/client";
 import { jsonArg } from "../config.js";
 import type { Ctx } from "../context.js";
 import { brief, duration, table } from "../output.js";
-import { followRun, outcomeLine } from "./follow.js";
+import { followAndReport } from "./follow.js";
 
 const printJson = (ctx: Ctx, value: unknown) => ctx.out.write(`${JSON.stringify(value)}\n`);
 
@@ -93,11 +93,5 @@ export async function resumeRun(ctx: Ctx, id: string, o: { data?: string; wait: 
     ctx.out.write(ctx.out.json ? `${JSON.stringify(r)}\n` : `${r.execution_id} ${r.status}\n`);
     return 0;
   }
-  const run = await followRun(
-    ctx.out.json ? { ...ctx, out: { ...ctx.out, write: () => {} } } : ctx,
-    id,
-    o.timeout * 1000,
-  );
-  ctx.out.write(ctx.out.json ? `${JSON.stringify(run)}\n` : `${outcomeLine(run)}\n`);
-  return run.status === "completed" ? 0 : 1;
+  return followAndReport(ctx, id, o.timeout * 1000);
 }
