@@ -35,7 +35,13 @@ export function ensureDashboardBuilt({ log = () => {} } = {}) {
   log("building the dashboard (apps/dashboard)");
   const vite = join(appDir, "node_modules", ".bin", "vite");
   const bin = existsSync(vite) ? vite : fileURLToPath(new URL("../node_modules/.bin/vite", import.meta.url));
-  const run = spawnSync(bin, ["build", "--logLevel", "warn"], { cwd: appDir, encoding: "utf8" });
+  // A production bundle whoever calls: under vitest NODE_ENV is "test", and Vite would then bundle
+  // React's development build (StrictMode's double effects, twice the size), which dev then serves.
+  const run = spawnSync(bin, ["build", "--logLevel", "warn"], {
+    cwd: appDir,
+    encoding: "utf8",
+    env: { ...process.env, NODE_ENV: "production" },
+  });
   if (run.status !== 0) throw new Error(`the dashboard build failed:\n${run.stdout}${run.stderr}`);
   return true;
 }
