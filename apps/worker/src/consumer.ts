@@ -27,6 +27,8 @@ export class Consumer {
   constructor(private readonly o: ConsumerOptions) {}
 
   start(): void {
+    // Redis lists this process as alive until it lets go, also while its Workers drain.
+    this.o.engine.dispatcher.announceConsumer();
     for (const queue of this.o.queues) {
       const worker = new Worker<JobData, string>(
         bullQueueName(this.o.projectId, queue),

@@ -1,3 +1,5 @@
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
 import type { Logger } from "@spool/shared";
 import { type ConnectionOptions, type Job, Queue } from "bullmq";
 import { Redis } from "ioredis";
@@ -29,6 +31,21 @@ export const bullQueueName = (projectId: string, queueName: string) =>
   `${projectId}.${encodeURIComponent(queueName)}`;
 
 export const BULL_PREFIX = "spool";
+
+/**
+ * The name every BullMQ Worker of this process consumes under (its `name` option). BullMQ names the
+ * Worker's blocking connection `<prefix>:<base64 queue>:w:<name>` and records the name on each job
+ * it takes (`processedBy`), so Redis can tell which jobs a consumer that is gone was holding.
+ * Unique per process: no `:` or space (CLIENT SETNAME and CLIENT LIST take neither well).
+ */
+export const CONSUMER_NAME = `${hostname().replace(/[^A-Za-z0-9.-]/g, "-")}.${process.pid}.${randomBytes(4).toString("hex")}`;
+
+/**
+ * The Redis client name of this process's producer connection. A draining BullMQ Worker closes its
+ * blocking connection before its jobs finish, so that name alone would make a live consumer look
+ * dead; this one stays until the process lets go of Redis (OrphanedJobs reads both).
+ */
+export const ALIVE_CONNECTION_PREFIX = `${BULL_PREFIX}:alive:`;
 
 export interface DispatcherOptions {
   redisUrl: string;
@@ -80,10 +97,19 @@ export class Dispatcher {
     return { ...redisOptionsOf(this.options.redisUrl), enableOfflineQueue: true, maxRetriesPerRequest: null };
   }
 
+  /**
+   * Opens the producer connection now: a process that consumes jobs calls this at start, so Redis
+   * knows it is alive for as long as it holds them (see ALIVE_CONNECTION_PREFIX).
+   */
+  announceConsumer(): void {
+    this.producerConnection();
+  }
+
   private producerConnection(): Redis {
     if (!this.producer) {
       this.producer = new Redis({
         ...redisOptionsOf(this.options.redisUrl),
+        connectionName: ALIVE_CONNECTION_PREFIX + CONSUMER_NAME,
         // Producers fail fast instead of buffering while Redis is away; Postgres keeps the intent.
         enableOfflineQueue: false,
         maxRetriesPerRequest: 1,

@@ -1,17 +1,9 @@
-import { randomBytes } from "node:crypto";
-import { hostname } from "node:os";
 import type { Logger } from "@spool/shared";
 import { Job } from "bullmq";
 import type { Redis } from "ioredis";
-import { BULL_PREFIX, type Dispatcher } from "./dispatcher.js";
+import { ALIVE_CONNECTION_PREFIX, BULL_PREFIX, CONSUMER_NAME, type Dispatcher } from "./dispatcher.js";
 
-/**
- * The name every BullMQ Worker of this process consumes under (its `name` option). BullMQ names the
- * Worker's blocking connection `<prefix>:<base64 queue>:w:<name>` and records the name on each job
- * it takes (`processedBy`), so Redis can tell which jobs a consumer that is gone was holding.
- * Unique per process: no `:` or space (CLIENT SETNAME and CLIENT LIST take neither well).
- */
-export const CONSUMER_NAME = `${hostname().replace(/[^A-Za-z0-9.-]/g, "-")}.${process.pid}.${randomBytes(4).toString("hex")}`;
+export { CONSUMER_NAME };
 
 export interface OrphanedJobsOptions {
   /**
@@ -136,13 +128,22 @@ export class OrphanedJobs {
   }
 }
 
-/** Consumer name → the BullMQ queues it consumes, from CLIENT LIST (`name=spool:<b64>:w:<name>`). */
-function connectedConsumers(list: string): Map<string, Set<string>> {
+/**
+ * Consumer name → the BullMQ queues it consumes, from CLIENT LIST (`name=spool:<b64>:w:<name>`). A
+ * process's liveness connection (`spool:alive:<name>`) keeps it listed, with no queues of its own,
+ * while its Workers drain with their blocking connections closed.
+ */
+export function connectedConsumers(list: string): Map<string, Set<string>> {
   const consumers = new Map<string, Set<string>>();
   const prefix = `${BULL_PREFIX}:`;
   for (const line of list.split("\n")) {
     const name = /(?:^| )name=(\S*)/.exec(line)?.[1];
     if (!name?.startsWith(prefix)) continue;
+    if (name.startsWith(ALIVE_CONNECTION_PREFIX)) {
+      const consumer = name.slice(ALIVE_CONNECTION_PREFIX.length);
+      if (!consumers.has(consumer)) consumers.set(consumer, new Set());
+      continue;
+    }
     const at = name.indexOf(":w:", prefix.length);
     if (at < 0) continue;
     const queue = Buffer.from(name.slice(prefix.length, at), "base64").toString();

@@ -60,6 +60,8 @@ export class PushDispatcher {
   ) {}
 
   start(): void {
+    // Redis lists this process as alive until it lets go, also while its consumers close.
+    this.engine.dispatcher.announceConsumer();
     const loop = () => {
       this.refreshing = this.refresh()
         .catch((err) => this.o.logger.warn({ err: String(err) }, "push queue lookup failed"))
