@@ -42,7 +42,7 @@ export class Schedules {
   async upsert(projectId: string, input: CreateScheduleInput): Promise<Schedule> {
     parseCron(input.cron, input.timezone ?? "UTC");
     const registered = await this.prisma.workflowRegistration.count({
-      where: { projectId, workflowId: input.workflowId },
+      where: { projectId, workflowId: input.workflowId, archivedAt: null },
     });
     if (!registered) throw notFound("workflow", input.workflowId);
     const key = input.key ?? "global";

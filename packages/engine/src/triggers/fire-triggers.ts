@@ -81,7 +81,12 @@ export class TriggerFiring {
       });
       if (!isReady(t, events, now)) return null;
       const registered = await tx.workflowRegistration.count({
-        where: { projectId: t.projectId, deploymentId: t.deploymentId, workflowId: t.workflowId },
+        where: {
+          projectId: t.projectId,
+          deploymentId: t.deploymentId,
+          workflowId: t.workflowId,
+          archivedAt: null,
+        },
       });
       if (!registered) {
         // Firing would fail on every tick; paused, the trigger keeps its cursor until re-registered.

@@ -27,7 +27,7 @@ export class Triggers {
     });
     if (!deployment) throw notFound("deployment", input.deploymentId);
     const workflow = await this.prisma.workflowRegistration.count({
-      where: { projectId, deploymentId: input.deploymentId, workflowId: input.workflowId },
+      where: { projectId, deploymentId: input.deploymentId, workflowId: input.workflowId, archivedAt: null },
     });
     if (!workflow) throw notFound("workflow", `${input.workflowId}' in deployment '${input.deploymentId}`);
     const project = await this.prisma.project.findUniqueOrThrow({
