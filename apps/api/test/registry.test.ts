@@ -294,12 +294,26 @@ describe("archiving what no worker serves any more", () => {
       call("/api/v1/workflows/old/run", { method: "POST", json: { input: {} } }),
     );
 
+    // A worker of its deployment is online: it would register it again at its next start.
+    const worker = await json<{ worker_id: string }>(
+      call("/api/v1/workers/register", { method: "POST", json: { deployment_id: "d1", mode: "queue" } }),
+    );
+    const served = await expectError(
+      await call("/api/v1/workflows/old", { method: "DELETE" }),
+      409,
+      "CONFLICT",
+    );
+    expect(served).toMatchObject({ details: { online_workers: 1 } });
+    await call(`/api/v1/workers/${worker.worker_id}/deregister`, { method: "POST" });
+
     const refused = await expectError(
       await call("/api/v1/workflows/old", { method: "DELETE" }),
       409,
       "CONFLICT",
     );
     expect(refused).toMatchObject({ details: { active_runs: 1 } });
+    // Refused, it changed nothing.
+    expect((await call("/api/v1/workflows/old")).status).toBe(200);
     await call(`/api/v1/executions/${execution_id}/cancel`, { method: "POST" });
     expect((await call("/api/v1/workflows/old", { method: "DELETE" })).status).toBe(204);
 

@@ -90,8 +90,8 @@ const getDeployment = createRoute({
 });
 
 const ARCHIVE_DESCRIPTION =
-  "It leaves the lists and cannot be run; its event triggers and schedules pause. 409 while it has runs " +
-  "not finished. A worker registering it again brings it back.";
+  "It leaves the lists and cannot be run; its event triggers and schedules pause. 409 while a worker of " +
+  "its deployment is online, or while it has runs not finished. A worker registering it again brings it back.";
 
 const archiveDeployment = createRoute({
   ...base,

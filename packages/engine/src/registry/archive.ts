@@ -5,9 +5,32 @@ import { NON_TERMINAL } from "../execution/statuses.js";
 /*
  * Archiving a workflow or a deployment that no worker serves any more: it leaves the lists, cannot be
  * run, and its triggers and schedules pause (nothing could take what they would start). Refused (409)
- * while it has runs not finished: archiving would strand them. A worker registering it again brings it
+ * while a worker of its deployment is online (it would register it again at its next start) or while
+ * it has runs not finished (archiving would strand them). A worker registering it again brings it
  * back (triggers resume when they are registered again; schedules when PATCHed to active).
+ *
+ * The registrations are archived first and the runs counted after, in the same transaction: a run
+ * created once the archive commits finds no registration, and one committed before is counted. (A
+ * run whose creation is in flight across both statements can still slip through; locking the
+ * registration on every run's start would cost the hot path for this cold one.)
  */
+
+/** 409 when a worker of one of `deploymentIds` is online or draining. */
+async function assertNotServed(
+  tx: Prisma.TransactionClient,
+  projectId: string,
+  deploymentIds: string[],
+  what: string,
+) {
+  const serving = await tx.worker.count({
+    where: { projectId, deploymentId: { in: deploymentIds }, status: { in: ["online", "draining"] } },
+  });
+  if (serving > 0) {
+    throw conflict(`${what} is served by ${serving} online worker(s); stop them first`, {
+      online_workers: serving,
+    });
+  }
+}
 
 /** 409 when runs matching `where` are not finished. */
 async function assertNoActiveRuns(
@@ -52,11 +75,18 @@ export async function archiveWorkflow(
       select: { deploymentId: true },
     });
     if (registrations.length === 0) throw notFound("workflow", workflowId);
-    await assertNoActiveRuns(tx, { projectId, workflowId }, `workflow '${workflowId}'`);
+    const what = `workflow '${workflowId}'`;
+    await assertNotServed(
+      tx,
+      projectId,
+      registrations.map((r) => r.deploymentId),
+      what,
+    );
     await tx.workflowRegistration.updateMany({
       where: { projectId, workflowId, archivedAt: null },
       data: { archivedAt: new Date() },
     });
+    await assertNoActiveRuns(tx, { projectId, workflowId }, what);
     await tx.agent.deleteMany({ where: { projectId, agentId: workflowId } });
     await tx.tool.deleteMany({ where: { projectId, toolId: workflowId } });
     await pauseOrphanedAutomation(tx, projectId, [workflowId]);
@@ -75,7 +105,8 @@ export async function archiveDeployment(
       select: { status: true },
     });
     if (!deployment || deployment.status === "archived") throw notFound("deployment", deploymentId);
-    await assertNoActiveRuns(tx, { projectId, deploymentId }, `deployment '${deploymentId}'`);
+    const what = `deployment '${deploymentId}'`;
+    await assertNotServed(tx, projectId, [deploymentId], what);
     await tx.deployment.update({
       where: { projectId_deploymentId: { projectId, deploymentId } },
       data: { status: "archived" },
@@ -88,6 +119,7 @@ export async function archiveDeployment(
       where: { projectId, deploymentId, archivedAt: null },
       data: { archivedAt: new Date() },
     });
+    await assertNoActiveRuns(tx, { projectId, deploymentId }, what);
     await tx.agent.deleteMany({ where: { projectId, deploymentId } });
     await tx.tool.deleteMany({ where: { projectId, deploymentId } });
     await pauseOrphanedAutomation(
