@@ -312,9 +312,24 @@ export class PushDispatcher {
       spool_claim: `${e.dispatchSeq}.${e.lease}`,
       attempt: e.attempt,
       queue_name: e.queueName,
-      ...(journal ? { spool_journal: toWireJournal(journal) } : {}),
+      ...journalWithin(journal, MAX_PUSHED_JOURNAL_BYTES),
     };
   }
+}
+
+/**
+ * A journal larger than this is left out of the push (the worker then reads it with `GET …/steps`,
+ * which pages): a run with many or large stored steps must not make every push to it huge.
+ */
+const MAX_PUSHED_JOURNAL_BYTES = 256 * 1024;
+
+function journalWithin(
+  journal: JournalRows | null | undefined,
+  maxBytes: number,
+): { spool_journal?: WireJournal } {
+  if (!journal) return {};
+  const wire = toWireJournal(journal);
+  return Buffer.byteLength(JSON.stringify(wire)) <= maxBytes ? { spool_journal: wire } : {};
 }
 
 /** A journal as the worker routes carry it (the answer of `GET …/steps`). */
