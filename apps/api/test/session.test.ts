@@ -62,6 +62,13 @@ describe("dashboard session", () => {
     });
     const body = await expectError(forged, 403, "FORBIDDEN");
     expect(body.error).toContain("X-Project-ID");
+    // An Authorization header that is no bearer token leaves the cookie in charge: still refused.
+    const disguised = await api.request("/api/v1/workflows/w/run", {
+      method: "POST",
+      json: { input: {} },
+      headers: { cookie: session, authorization: "Basic Zm9vOmJhcg==" },
+    });
+    await expectError(disguised, 403, "FORBIDDEN");
     // The dashboard's own request carries the header: it gets through to the route (no such workflow).
     await expectError(
       await api.request("/api/v1/workflows/w/run", {

@@ -8,26 +8,31 @@ import { scopeAllows } from "./scopes.js";
 
 export const AUTH_COOKIE = "service_auth";
 
-function presentedKey(authorization: string | undefined, cookie: string | undefined): string | undefined {
+/** The key a request presents: a bearer token, else the session cookie (`fromCookie`). */
+function presentedKey(
+  authorization: string | undefined,
+  cookie: string | undefined,
+): { key: string; fromCookie: boolean } | undefined {
   const bearer = authorization?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
-  return bearer ?? (cookie || undefined);
+  if (bearer) return { key: bearer, fromCookie: false };
+  return cookie ? { key: cookie, fromCookie: true } : undefined;
 }
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /**
  * 401 unless the request carries a known, unrevoked key (bearer header or service_auth cookie). A
- * write the cookie alone authenticates must also carry X-Project-ID: a browser sends the cookie with
- * a cross-site form, but no cross-site page can add a header without the API's consent (CSRF).
+ * write the cookie authenticates must also carry X-Project-ID: a browser sends the cookie with a
+ * cross-site form, but no cross-site page can add a header without the API's consent (CSRF). (An
+ * Authorization header that is not a bearer token does not count: the cookie still decides.)
  */
 export const authenticate = createMiddleware<ApiEnv>(async (c, next) => {
-  const bearer = c.req.header("authorization");
-  const key = presentedKey(bearer, getCookie(c, AUTH_COOKIE));
-  if (!key) throw unauthorized("missing credentials: send Authorization: Bearer <api key>");
-  if (!bearer && !SAFE_METHODS.has(c.req.method) && !headerProjectId((n) => c.req.header(n))) {
+  const presented = presentedKey(c.req.header("authorization"), getCookie(c, AUTH_COOKIE));
+  if (!presented) throw unauthorized("missing credentials: send Authorization: Bearer <api key>");
+  if (presented.fromCookie && !SAFE_METHODS.has(c.req.method) && !headerProjectId((n) => c.req.header(n))) {
     throw forbidden("a write with the session cookie must carry the X-Project-ID header");
   }
-  const principal = await c.var.engine.projects.authenticate(key);
+  const principal = await c.var.engine.projects.authenticate(presented.key);
   if (!principal) throw unauthorized("invalid or revoked API key");
   c.set("principal", principal);
   await next();
