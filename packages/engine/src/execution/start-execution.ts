@@ -26,7 +26,7 @@ const START_AND_LOAD = `
   WITH taken AS (
     UPDATE executions e
        SET status = '${START.to}', worker_id = $3, started_at = COALESCE(e.started_at, $4),
-           lease = e.lease + 1, updated_at = $4
+           lease = e.lease + 1, updated_at = $4, slot_waiting_since = NULL
      WHERE e.id = $1 AND e.dispatch_seq = $2 AND e.status = ANY($5::text[])
        AND NOT (e.status = 'running' AND e.pushed_lease = e.lease AND EXISTS (
              SELECT 1 FROM workers w WHERE w.id = e.worker_id AND w.mode = 'push' AND w.status = 'online'))

@@ -16,10 +16,12 @@ import { transition } from "./transition.js";
  * queued|running → running on `workerId` with a new lease, if the run is still in the state `row`
  * was read in (its dispatch sequence and lease): the one write of every start.
  */
-export function takeRun(db: Db, row: Execution, workerId: string | null) {
+export async function takeRun(db: Db, row: Execution, workerId: string | null) {
+  // From the status it was read in only: the lane check above was made for that status.
+  if (row.status !== "queued" && row.status !== "running") return null;
   return transition(db, {
     executionId: row.id,
-    from: ["queued", "running"],
+    from: [row.status],
     to: "running",
     where: { dispatchSeq: row.dispatchSeq, lease: row.lease },
     data: {
