@@ -197,7 +197,7 @@ export class Executions {
       return { executions, after: { created: executions, dispatch, parent: null, spans: [] } };
     }
     const { executions, ...after } = await startWaitedChildren(this.deps, tx, projectId, waited, requests);
-    return { executions, after: { ...after, created: executions } };
+    return { executions, after };
   }
 
   private async afterCreate(after: {

@@ -33,7 +33,8 @@ export function waitedChildrenOf(requests: RunRequest[], batch: boolean): Waited
  * wait on them under `stepKey` and parks the parent (running → waiting). The worker that ran the
  * parent reports nothing more for this turn (the protocol's invokeAndWait); when the children are
  * done, their outcome becomes the step's result and the parent is queued again (notify-parent.ts).
- * A repeated request (the SDK retries one whose answer it lost) returns the children it started.
+ * A repeated request (the SDK retries one whose answer it lost) returns the children it started
+ * (`created` then holds none: they were counted when they were).
  */
 export async function startWaitedChildren(
   deps: EngineDeps,
@@ -43,6 +44,7 @@ export async function startWaitedChildren(
   requests: RunRequest[],
 ): Promise<{
   executions: Execution[];
+  created: Execution[];
   dispatch: DispatchRequest[];
   parent: Execution | null;
   spans: SpanRow[];
@@ -58,7 +60,7 @@ export async function startWaitedChildren(
     const found = await tx.execution.findMany({ where: { id: { in: ids } } });
     const byId = new Map(found.map((e) => [e.id, e]));
     const executions = ids.flatMap((id) => byId.get(id) ?? []);
-    return { executions, dispatch: [], parent: null, spans: [] };
+    return { executions, created: [], dispatch: [], parent: null, spans: [] };
   }
   if (parent.status !== "running") {
     throw conflict(`parent execution is ${parent.status}; only a running parent can wait for children`, {
@@ -90,5 +92,5 @@ export async function startWaitedChildren(
     data: { workerId: null, suspendedStepKey: null },
   });
   const spans = parked ? await deps.traces.syncInTransaction(tx, parked) : [];
-  return { executions, dispatch, parent: parked, spans };
+  return { executions, created: executions, dispatch, parent: parked, spans };
 }
