@@ -3,17 +3,16 @@
 // worker's Redis connections close and puts its jobs back at once.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { countOf } from "../fixtures/side-effects.js";
-import { eventually, type Proc, type System, startSystem } from "./harness.js";
+import { eventually, type System, startSystem } from "./harness.js";
 
 describe("a worker SIGKILLed while it holds a limit-1 queue's only slot", () => {
   let sys: System;
-  let scheduler: Proc;
   // Locks that outlive the test: only the scheduler's take-back can free the slot in time.
   const env = { SPOOL_JOB_LOCK_MS: "120000" };
 
   beforeAll(async () => {
     sys = await startSystem({ ownDatabase: true });
-    scheduler = await sys.startScheduler({ SPOOL_ORPHANED_JOB_GRACE_MS: "2000" });
+    await sys.startScheduler({ SPOOL_ORPHANED_JOB_GRACE_MS: "2000" });
   });
   afterAll(() => sys?.stop());
 
@@ -38,6 +37,7 @@ describe("a worker SIGKILLed while it holds a limit-1 queue's only slot", () => 
     }
     expect(await countOf(held.execution_id, "hold-start")).toBe(2);
     expect(await countOf(behind.execution_id, "hold-start")).toBe(1);
-    await scheduler.waitFor((l) => l.msg === "took back the jobs of consumers that are gone", 1000);
+    // Which scheduler took the job back is not asserted: test files share one Redis, and another
+    // file's scheduler (with a shorter grace) may get there first.
   }, 150_000);
 });

@@ -92,9 +92,18 @@ export class Dispatcher {
     this.maxOpenQueues = options.maxOpenQueues ?? 256;
   }
 
-  /** Connection options for BullMQ Workers consuming these queues (they must wait for Redis). */
+  /**
+   * Connection options for BullMQ Workers consuming these queues (they must wait for Redis). They
+   * try to reconnect every second at most: BullMQ's own backoff grows to 20 s, which left a queue
+   * unconsumed that long after Redis came back.
+   */
   workerConnection(): ConnectionOptions {
-    return { ...redisOptionsOf(this.options.redisUrl), enableOfflineQueue: true, maxRetriesPerRequest: null };
+    return {
+      ...redisOptionsOf(this.options.redisUrl),
+      enableOfflineQueue: true,
+      maxRetriesPerRequest: null,
+      retryStrategy: (attempt: number) => Math.min(100 * attempt, 1000),
+    };
   }
 
   /**

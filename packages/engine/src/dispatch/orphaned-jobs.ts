@@ -63,7 +63,7 @@ export class OrphanedJobs {
       throw err;
     }
     const now = Date.now();
-    // Redis restarted: every consumer reconnects, with a backoff of up to 20 s (BullMQ's).
+    // Redis restarted: every consumer reconnects (backing off up to 1 s; a loaded process takes longer).
     if (this.runId !== undefined && runId !== this.runId) this.blindUntil = now + this.reconnectGraceMs;
     this.runId = runId;
     // This process stalled between two listings: what it missed is unknown, so the clocks restart.
@@ -102,9 +102,11 @@ export class OrphanedJobs {
       ((lists[i]?.[1] as string[] | undefined) ?? []).map((id) => ({ queue, id })),
     );
     if (jobs.length === 0) return [];
-    const pipeline = this.redis.pipeline();
-    for (const j of jobs) pipeline.hget(key(j.queue, j.id), "pb").get(key(j.queue, `${j.id}:lock`));
-    const fields = (await pipeline.exec()) ?? [];
+    // One transaction: each job's consumer and lock token are read together, so a token is never
+    // that of a live consumer that took the job after the dead one's name was read.
+    const multi = this.redis.multi();
+    for (const j of jobs) multi.hget(key(j.queue, j.id), "pb").get(key(j.queue, `${j.id}:lock`));
+    const fields = (await multi.exec()) ?? [];
     return jobs.map((j, i) => ({
       ...j,
       processedBy: (fields[i * 2]?.[1] as string | null) ?? undefined,
