@@ -9,6 +9,7 @@ COPY apps/api/package.json apps/api/
 COPY apps/dashboard/package.json apps/dashboard/
 COPY apps/worker/package.json apps/worker/
 COPY apps/scheduler/package.json apps/scheduler/
+COPY packages/cli/package.json packages/cli/
 COPY packages/db/package.json packages/db/
 COPY packages/engine/package.json packages/engine/
 COPY packages/sdk/package.json packages/sdk/
@@ -25,6 +26,7 @@ COPY apps/api/package.json apps/api/
 COPY apps/dashboard/package.json apps/dashboard/
 COPY apps/worker/package.json apps/worker/
 COPY apps/scheduler/package.json apps/scheduler/
+COPY packages/cli/package.json packages/cli/
 COPY packages/db/package.json packages/db/
 COPY packages/engine/package.json packages/engine/
 COPY packages/sdk/package.json packages/sdk/

@@ -1,5 +1,5 @@
 // The API's shapes, inferred from the zod schemas the API itself validates with. Types only: the
-// schemas module holds Node-only code, so no value of @spool/shared may reach the bundle.
+// schemas module holds Node-only code, so values come only from the Node-free subpaths below.
 import type {
   AgentResponse,
   DeploymentResponse,
@@ -43,21 +43,9 @@ export type Schedule = Infer<typeof ScheduleResponse>;
 /** A page of a keyset-paged list: the rows under `key`, and the cursor of the next page. */
 export type Page<K extends string, T> = { [P in K]: T[] } & { next_cursor: string | null };
 
-/** Statuses in the order the filter lists them (the API's EXECUTION_STATUSES). */
-export const STATUSES: readonly ExecutionStatus[] = [
-  "queued",
-  "running",
-  "waiting",
-  "suspended",
-  "completed",
-  "failed",
-  "cancelled",
-];
-
-export const isTerminal = (s: ExecutionStatus) => s === "completed" || s === "failed" || s === "cancelled";
-
-/** The topic a run streams on (packages/shared runTopic). */
-export const runTopic = (workflowId: string, executionId: string) => `workflow/${workflowId}/${executionId}`;
+// Values from the Node-free modules of @spool/shared only (its index pulls in pino and the schemas).
+export { EXECUTION_STATUSES as STATUSES, isTerminal } from "@spool/shared/execution-status";
+export { runTopic } from "@spool/shared/topics";
 
 /** A trace's id: the root run's id without dashes. */
 export const traceIdOf = (e: Pick<Execution, "id" | "root_execution_id">) =>
