@@ -23,6 +23,8 @@ export interface ScriptedReply {
   status?: number;
   /** Wait this long before answering. */
   delayMs?: number;
+  /** Answer only once this settles: a test holds the model until what it watches is ready. */
+  hold?: Promise<unknown>;
   /** When streaming, wait this long between chunks. */
   chunkDelayMs?: number;
   /**
@@ -94,6 +96,7 @@ export async function startTestLlm(options: TestLlmOptions = {}): Promise<TestLl
         error: { message: "test LLM: no scripted reply left", type: "server_error" },
       });
     }
+    if (reply.hold) await reply.hold;
     if (reply.delayMs) await pause(reply.delayMs);
     if (reply.status && reply.status >= 400) {
       return sendJson(res, reply.status, {

@@ -5,7 +5,7 @@ import { listQueues, listSchedules, listTriggers, listWorkers } from "./commands
 import { runLogs } from "./commands/logs.js";
 import { runWorkflow } from "./commands/run.js";
 import { cancelRun, getRun, listRuns, resumeRun, runSteps } from "./commands/runs.js";
-import { connectionOf, UsageError } from "./config.js";
+import { connectionOf, secondsArg, UsageError } from "./config.js";
 import { contextOf } from "./context.js";
 import { stdout } from "./output.js";
 
@@ -14,7 +14,7 @@ const USAGE = `spool: run workflows, follow runs and read Spool from a terminal
   spool run <workflow> [--input <json|@file>] [--wait] [--timeout <s>] [--queue <q>] [--key <k>]
   spool runs list [--workflow <id>] [--status <s>] [--limit <n>] [--cursor <c>]
   spool runs get|steps|cancel <execution>
-  spool runs resume <execution> [--data <json|@file>] [--wait]
+  spool runs resume <execution> [--data <json|@file>] [--wait] [--timeout <s>]
   spool logs <execution> [--follow]
   spool events publish <topic> --data <json|@file> [--type <t>]
   spool events tail <topic> [--from <sequence id>]
@@ -47,6 +47,13 @@ const OPTIONS = {
   from: { type: "string" },
 } as const;
 
+/** An unexpected error for a person: its message, with its cause ("fetch failed" says little alone). */
+function describe(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = err.cause instanceof Error ? err.cause.message : undefined;
+  return cause && !err.message.includes(cause) ? `${err.message} (${cause})` : err.message;
+}
+
 /** Runs `spool <argv>`; returns the exit status. */
 export async function main(argv: string[]): Promise<number> {
   let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
@@ -64,8 +71,8 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return command || o.help ? 0 : 2;
   }
-  const timeout = Number(o.timeout);
   try {
+    const timeout = secondsArg(o.timeout, "--timeout");
     const ctx = contextOf(connectionOf(o), stdout(o.json));
     const arg = (i: number, what: string) => {
       const value = rest[i];
@@ -94,8 +101,7 @@ export async function main(argv: string[]): Promise<number> {
         return 0;
       }
       case "logs":
-        await runLogs(ctx, arg(0, "<execution>"), { follow: o.follow });
-        return 0;
+        return await runLogs(ctx, arg(0, "<execution>"), { follow: o.follow });
       case "events": {
         const sub = arg(0, "a subcommand: publish or tail");
         if (sub === "publish") await publishEvent(ctx, arg(1, "<topic>"), { data: o.data, type: o.type });
@@ -130,7 +136,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`spool: ${err.message} (${err.status} ${err.errorType})\n`);
       return 1;
     }
-    process.stderr.write(`spool: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`spool: ${describe(err)}\n`);
     return 1;
   }
 }

@@ -1,5 +1,5 @@
 import type { Execution } from "@spool/sdk/client";
-import { jsonArg } from "../config.js";
+import { countArg, jsonArg, UsageError } from "../config.js";
 import type { Ctx } from "../context.js";
 import { brief, duration, table } from "../output.js";
 import { followAndReport } from "./follow.js";
@@ -14,7 +14,7 @@ export async function listRuns(
   const page = await ctx.client.executions.list({
     workflow_id: o.workflow,
     status: o.status as Execution["status"] | undefined,
-    limit: o.limit ? Number(o.limit) : 20,
+    limit: countArg(o.limit, "--limit") ?? 20,
     cursor: o.cursor,
   });
   if (ctx.out.json) return printJson(ctx, page);
@@ -85,8 +85,7 @@ export async function cancelRun(ctx: Ctx, id: string) {
 export async function resumeRun(ctx: Ctx, id: string, o: { data?: string; wait: boolean; timeout: number }) {
   const data = jsonArg(o.data, "--data") ?? {};
   if (typeof data !== "object" || data === null || Array.isArray(data)) {
-    ctx.out.write("--data must be a JSON object\n");
-    return 2;
+    throw new UsageError("--data must be a JSON object");
   }
   const r = await ctx.client.executions.resume(id, data as Record<string, unknown>);
   if (!o.wait) {
