@@ -479,6 +479,50 @@ describe("the dashboard over a system of workflows", SLOW, () => {
   });
 });
 
+describe("the dashboard with the admin key", SLOW, () => {
+  let sys: System;
+
+  beforeAll(async () => {
+    // A database of its own: the project list then holds this system's projects only.
+    sys = await startSystem({ ownDatabase: true });
+    await sys.startWorker();
+  });
+
+  afterAll(async () => {
+    await sys?.stop();
+  });
+
+  it("picks a project, then reads and acts in it (a write carries the picked project)", async () => {
+    const other = await sys.client.run("quick", {});
+    await sys.client.executions.waitForResult(other.execution_id);
+    const { context, page, problems } = await openTab(sys);
+    try {
+      await page.goto("/runs");
+      await heading(page, "Sign in to Spool").waitFor();
+      await page.getByLabel("API key").fill(sys.adminKey);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await heading(page, "Choose a project").waitFor();
+      await shot(page, "projects");
+      await page
+        .getByRole("listitem")
+        .filter({ hasText: sys.projectId })
+        .getByRole("button", { name: /^Open / })
+        .click();
+      await heading(page, "Runs").waitFor();
+      await page.getByRole("link", { name: new RegExp(other.execution_id.slice(0, 8)) }).click();
+      await runStatus(page, "completed");
+      await page.getByRole("button", { name: "Run again with the same input" }).click();
+      await expect.poll(() => new URL(page.url()).pathname).not.toBe(`/runs/${other.execution_id}`);
+      await runStatus(page, "completed");
+      const again = new URL(page.url()).pathname.split("/").pop() ?? "";
+      expect((await sys.client.executions.get(again)).workflow_id).toBe("quick");
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+});
+
 describe("an agent run in the dashboard", SLOW, () => {
   let llm: TestLlm;
   let sys: System;

@@ -154,6 +154,8 @@ export interface System {
   apiUrl: string;
   projectId: string;
   apiKey: string;
+  /** The API's admin key (SPOOL_ADMIN_KEY): belongs to no project, may act on any. */
+  adminKey: string;
   engine: Engine;
   client: SpoolClient;
   db: pg.Pool;
@@ -256,6 +258,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     apiUrl,
     projectId: project.id,
     apiKey: key,
+    adminKey,
     engine,
     client,
     db,
