@@ -1,15 +1,16 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { countOf, overlapOf } from "../fixtures/side-effects.js";
-import { eventually, type System, startRedis, startSystem } from "./harness.js";
+import { eventually, type Proc, type System, startRedis, startSystem } from "./harness.js";
 
 describe("Redis outage: nothing accepted is lost", () => {
   let sys: System;
+  let worker: Proc;
   let redis: Awaited<ReturnType<typeof startRedis>>;
   beforeAll(async () => {
     redis = await startRedis();
     sys = await startSystem({ redisUrl: redis.url });
-    await sys.startWorker();
+    worker = await sys.startWorker();
     await sys.startScheduler();
   });
   afterAll(async () => {
@@ -59,8 +60,10 @@ describe("Redis outage: nothing accepted is lost", () => {
   it("a run accepted and running when Redis dies (and comes back empty) completes, each step once", async () => {
     const { execution_id } = await sys.client.run("slow-middle", {});
     await eventually(async () => ((await countOf(execution_id, "slow-start")) === 1 ? true : undefined));
+    const before = new Set(worker.lines);
     await redis.stop();
-    await new Promise((r) => setTimeout(r, 500));
+    // Back only once the worker running the step has seen Redis gone (its connection errors).
+    await worker.waitFor((l) => !before.has(l) && /connection error/.test(String(l.msg)));
     redis = await startRedis(redis.port);
     const done = await sys.client.executions.waitForResult(execution_id, { timeoutMs: 45_000 });
     expect(done).toMatchObject({ status: "completed", result: "done" });

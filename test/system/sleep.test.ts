@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type System, startSystem } from "./harness.js";
+import { eventually, type System, startSystem } from "./harness.js";
 
 describe("durable sleep", () => {
   let sys: System;
@@ -12,11 +12,13 @@ describe("durable sleep", () => {
 
   it("a 2 s sleep frees the worker (another run completes meanwhile) and resumes after >= 2 s", async () => {
     const sleeper = await sys.client.run("sleeper", { ms: 2000 });
-    await new Promise((r) => setTimeout(r, 300));
+    // Started once the sleeper is parked on its timer, which is when it lets go of the one slot.
+    await eventually(async () =>
+      (await sys.client.executions.get(sleeper.execution_id)).status === "waiting" ? true : undefined,
+    );
     const quick = await sys.client.run("quick", {});
     const quickDone = await sys.client.executions.waitForResult(quick.execution_id, { timeoutMs: 10_000 });
     expect(quickDone.status).toBe("completed");
-    expect((await sys.client.executions.get(sleeper.execution_id)).status).toBe("waiting");
 
     const done = await sys.client.executions.waitForResult(sleeper.execution_id, { timeoutMs: 15_000 });
     expect(done.status).toBe("completed");
@@ -24,6 +26,11 @@ describe("durable sleep", () => {
     expect(new Date(quickDone.completed_at!).getTime()).toBeLessThan(new Date(done.completed_at!).getTime());
     const steps = await sys.client.executions.steps(sleeper.execution_id);
     expect(steps.map((s) => `${s.step_key}:${s.kind}`)).toEqual(["start:now", "nap:sleep", "end:now"]);
+    // The quick run finished while the sleeper was parked: before its step after the sleep began. (Not
+    // "still waiting when quick is seen done", which a slow machine fails: quick had to finish in 2 s.)
+    expect(new Date(quickDone.completed_at!).getTime()).toBeLessThan(
+      new Date(steps[2]!.started_at!).getTime(),
+    );
   });
 
   it("when a run completes, the waits of its losing branches are closed", async () => {

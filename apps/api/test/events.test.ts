@@ -110,18 +110,14 @@ describe("SSE stream across two API replicas", () => {
   let p: { projectId: string; key: string };
 
   beforeAll(async () => {
-    replicas = [api, createTestApi({ sseKeepaliveMs: 200 })].map((replica) => {
-      const server = serve({ fetch: replica.fetch, port: 0, hostname: "127.0.0.1" });
-      const addr = () => server.address() as { port: number };
-      return {
-        api: replica,
-        get url() {
-          return `http://127.0.0.1:${addr().port}`;
-        },
-        close: () => server.close(),
-      };
-    });
-    await new Promise((r) => setTimeout(r, 100));
+    replicas = await Promise.all(
+      [api, createTestApi({ sseKeepaliveMs: 200 })].map(async (replica) => {
+        const server = serve({ fetch: replica.fetch, port: 0, hostname: "127.0.0.1" });
+        await new Promise<void>((resolve) => server.once("listening", resolve));
+        const { port } = server.address() as { port: number };
+        return { api: replica, url: `http://127.0.0.1:${port}`, close: () => server.close() };
+      }),
+    );
     p = await api.createProject();
   });
   afterAll(() => {
@@ -145,7 +141,8 @@ describe("SSE stream across two API replicas", () => {
     const first = await openSse(url, auth());
     expect(first.status).toBe(200);
     expect(first.contentType).toContain("text/event-stream");
-    await new Promise((r) => setTimeout(r, 200)); // subscribed before the first publish
+    // Keep-alives start once the stream is subscribed: the events below then come over the live feed.
+    await first.waitForComments(1);
     for (let i = 0; i < 5; i++) await publish(0, "live", i); // published through the other replica
     const got = await first.waitFor(5);
     const lastId = got.at(-1)!.id!;
@@ -157,13 +154,15 @@ describe("SSE stream across two API replicas", () => {
     const second = await openSse(url, { ...auth(), "last-event-id": lastId });
     await second.waitFor(7);
     for (let i = 12; i < 15; i++) await publish(0, "live", i);
-    const all = await second.waitFor(10);
-    await new Promise((r) => setTimeout(r, 300)); // anything extra would arrive now
+    // A sentinel published last: events go out in sequence order, so anything extra (a repeat, the
+    // other topic's event) would reach the stream before it.
+    await publish(0, "live", 15);
+    const all = await second.waitFor(11);
+    await second.waitForComments(1); // keep-alive comments (every 200 ms here)
     await second.close();
-    expect(second.comments.length).toBeGreaterThan(0); // keep-alive comments (every 200 ms here)
 
     const seen = [...got, ...all].map((e) => (JSON.parse(e.data) as { data: { i: number } }).data.i);
-    expect(seen).toEqual(Array.from({ length: 15 }, (_, i) => i));
+    expect(seen).toEqual(Array.from({ length: 16 }, (_, i) => i));
     const ids = [...got, ...all].map((e) => Number(e.id));
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
   });

@@ -40,6 +40,16 @@ export async function openSse(url: string, headers: Record<string, string>) {
       // aborted
     }
   })();
+  const atLeast = async (n: number, list: unknown[], what: string, timeoutMs: number) => {
+    const deadline = Date.now() + timeoutMs;
+    while (list.length < n) {
+      if (Date.now() > deadline) throw new Error(`got ${list.length} of ${n} ${what}`);
+      await new Promise<void>((resolve) => {
+        notify = resolve;
+        setTimeout(resolve, 50);
+      });
+    }
+  };
   return {
     status: res.status,
     contentType: res.headers.get("content-type"),
@@ -47,15 +57,16 @@ export async function openSse(url: string, headers: Record<string, string>) {
     comments,
     /** Resolves once at least `n` events arrived. */
     async waitFor(n: number, timeoutMs = 10_000) {
-      const deadline = Date.now() + timeoutMs;
-      while (received.length < n) {
-        if (Date.now() > deadline) throw new Error(`got ${received.length} of ${n} events`);
-        await new Promise<void>((resolve) => {
-          notify = resolve;
-          setTimeout(resolve, 50);
-        });
-      }
+      await atLeast(n, received, "events", timeoutMs);
       return received;
+    },
+    /**
+     * Resolves once at least `n` comment lines arrived. The server starts its keep-alive comments
+     * only once the stream is subscribed to the live feed, so the first one shows that.
+     */
+    async waitForComments(n: number, timeoutMs = 10_000) {
+      await atLeast(n, comments, "comments", timeoutMs);
+      return comments;
     },
     /** Settles when the stream ends (the server closed it, or close() was called). */
     ended: done,
