@@ -385,6 +385,17 @@ describe("the dashboard over a system of workflows", SLOW, () => {
     await every5.getByRole("button", { name: "Yes, delete" }).click();
     await every5.waitFor({ state: "detached" });
     const trigger = page.getByRole("row", { name: /e2e-topic/ });
+    await page.getByRole("button", { name: "Pause the trigger of batch-consumer on e2e-topic" }).click();
+    await trigger.locator(".badge", { hasText: "paused" }).waitFor();
+    const paused = (
+      await sys.client.request<{ triggers: { event_topic: string; status: string }[] }>(
+        "GET",
+        "/event-triggers",
+      )
+    ).triggers.find((t) => t.event_topic === "e2e-topic");
+    expect(paused?.status).toBe("paused");
+    await page.getByRole("button", { name: "Resume the trigger of batch-consumer on e2e-topic" }).click();
+    await trigger.locator(".badge", { hasText: "active" }).waitFor();
     await trigger.getByRole("button", { name: "Delete" }).click();
     await trigger.getByRole("button", { name: "Yes, delete" }).click();
     await trigger.waitFor({ state: "detached" });

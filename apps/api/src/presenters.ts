@@ -156,7 +156,8 @@ export const presentTrigger = (t: EventTrigger) => ({
   batch_size: t.batchSize,
   batch_timeout_seconds: t.batchTimeoutSeconds,
   queue_name: t.queueName,
-  status: t.status,
+  status: t.status as "active" | "paused",
+  paused_by_user: t.pausedByUser,
   last_sequence_id: Number(t.lastSequenceId),
   created_at: iso(t.createdAt),
 });

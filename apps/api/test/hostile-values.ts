@@ -272,6 +272,7 @@ export const BODY_CASES: BodyCase[] = [
 export const ID_ONLY_BODIES = [
   "POST /api/v1/workers/deployments",
   "POST /api/v1/workers/deployments/{deployment_id}/workflows",
+  "PATCH /api/v1/event-triggers/{trigger_id}",
 ];
 
 /** A copy of `base` with `value` at the dotted `path` (array indexes as numbers). */

@@ -89,6 +89,7 @@ describe("OpenAPI document", () => {
       "GET /api/v1/events/stream",
       "POST /api/v1/event-triggers/register",
       "GET /api/v1/event-triggers",
+      "PATCH /api/v1/event-triggers/{trigger_id}",
       "DELETE /api/v1/event-triggers/{trigger_id}",
       "POST /api/v1/schedules",
       "GET /api/v1/schedules",

@@ -51,6 +51,61 @@ describe("event triggers and schedules API", () => {
     );
   });
 
+  it("pauses and resumes a trigger through the API; a worker registering it again leaves it paused", async () => {
+    const json = async <T>(res: Promise<Response>) => (await (await res).json()) as T;
+    type Trigger = { id: string; status: string; paused_by_user: boolean };
+    const body = { workflow_id: "consumer", deployment_id: "d1", event_topic: "pausable", batch_size: 2 };
+    const register = () =>
+      json<{ trigger: Trigger }>(call("/api/v1/event-triggers/register", { method: "POST", json: body }));
+    const setStatus = (id: string, status: string) =>
+      call(`/api/v1/event-triggers/${id}`, { method: "PATCH", json: { status } });
+    const { trigger } = await register();
+
+    expect(await json<Trigger>(setStatus(trigger.id, "paused"))).toMatchObject({
+      id: trigger.id,
+      status: "paused",
+      paused_by_user: true,
+    });
+    // Every worker start registers what its code declares: a pause through the API outlives that.
+    expect((await register()).trigger).toMatchObject({ status: "paused", paused_by_user: true });
+    expect(await json<Trigger>(setStatus(trigger.id, "active"))).toMatchObject({
+      status: "active",
+      paused_by_user: false,
+    });
+
+    await expectError(await setStatus(trigger.id, "stopped"), 400, "INVALID_INPUT");
+    await expectError(await setStatus("not-a-trigger", "paused"), 404, "NOT_FOUND");
+    await call(`/api/v1/event-triggers/${trigger.id}`, { method: "DELETE" });
+  });
+
+  it("a trigger whose workflow was archived cannot be resumed (409) until it is registered again", async () => {
+    await call("/api/v1/workers/deployments/d1/workflows", {
+      method: "POST",
+      json: { workflows: [{ workflow_id: "retired" }] },
+    });
+    const body = { workflow_id: "retired", deployment_id: "d1", event_topic: "r", batch_size: 1 };
+    const { trigger } = (await (
+      await call("/api/v1/event-triggers/register", { method: "POST", json: body })
+    ).json()) as { trigger: { id: string } };
+    expect((await call("/api/v1/workflows/retired", { method: "DELETE" })).status).toBe(204);
+    const refused = await call(`/api/v1/event-triggers/${trigger.id}`, {
+      method: "PATCH",
+      json: { status: "active" },
+    });
+    expect((await expectError(refused, 409, "CONFLICT")).error).toContain("not registered");
+
+    // Registered again (as a worker's start does), the trigger paused for want of a worker resumes.
+    await call("/api/v1/workers/deployments/d1/workflows", {
+      method: "POST",
+      json: { workflows: [{ workflow_id: "retired" }] },
+    });
+    const again = (await (
+      await call("/api/v1/event-triggers/register", { method: "POST", json: body })
+    ).json()) as { trigger: { status: string; paused_by_user: boolean } };
+    expect(again.trigger).toMatchObject({ status: "active", paused_by_user: false });
+    await call(`/api/v1/event-triggers/${trigger.id}`, { method: "DELETE" });
+  });
+
   it("404 for an unknown deployment or workflow, 400 for bad values; nothing is created", async () => {
     const base = { workflow_id: "consumer", deployment_id: "d1", event_topic: "x", batch_size: 1 };
     const post = (json: unknown) => call("/api/v1/event-triggers/register", { method: "POST", json });

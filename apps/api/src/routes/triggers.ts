@@ -1,10 +1,12 @@
 import { createRoute } from "@hono/zod-openapi";
 import {
   EventTriggerParams,
+  EventTriggerResponse,
   ListEventTriggersResponse,
   PageQuery,
   RegisterEventTriggerBody,
   RegisterEventTriggerResponse,
+  UpdateEventTriggerBody,
 } from "@spool/shared";
 import type { App } from "../context.js";
 import { errorResponses } from "../errors.js";
@@ -36,6 +38,21 @@ const listTriggers = createRoute({
   request: { headers: ProjectHeaders, query: PageQuery },
   responses: { 200: json(ListEventTriggersResponse, "Triggers"), ...errorResponses(400, 401, 403, 404) },
 });
+const updateTrigger = createRoute({
+  ...base,
+  method: "patch",
+  path: "/api/v1/event-triggers/{trigger_id}",
+  summary: "Pause or resume an event trigger",
+  description:
+    "Paused, it fires nothing and keeps its place: events published meanwhile are batched once it resumes. " +
+    "It stays paused when a worker registers it again. 409 when resuming a trigger whose workflow no worker " +
+    "registers any more.",
+  request: { headers: ProjectHeaders, params: EventTriggerParams, body: jsonBody(UpdateEventTriggerBody) },
+  responses: {
+    200: json(EventTriggerResponse, "The trigger"),
+    ...errorResponses(400, 401, 403, 404, 409, 413, 415),
+  },
+});
 const deleteTrigger = createRoute({
   ...base,
   method: "delete",
@@ -62,6 +79,15 @@ export function registerTriggers(app: App) {
   app.openapi(listTriggers, async (c) => {
     const page = await c.var.engine.triggers.list(c.var.projectId, c.req.valid("query"));
     return c.json({ triggers: page.items.map(presentTrigger), next_cursor: page.nextCursor }, 200);
+  });
+
+  app.openapi(updateTrigger, async (c) => {
+    const trigger = await c.var.engine.triggers.setStatus(
+      c.var.projectId,
+      c.req.valid("param").trigger_id,
+      c.req.valid("json").status,
+    );
+    return c.json(presentTrigger(trigger), 200);
   });
 
   app.openapi(deleteTrigger, async (c) => {

@@ -26,16 +26,25 @@ function Triggers() {
     queryFn: () => get<Page<"triggers", Trigger>>("/event-triggers", { limit: 500 }),
     refetchInterval: REFRESH_MS,
   });
+  const refresh = () => queryClient.invalidateQueries({ queryKey: ["triggers"] });
+  const setStatus = useMutation({
+    mutationFn: (v: { id: string; status: "active" | "paused" }) =>
+      request("PATCH", `/event-triggers/${v.id}`, { body: { status: v.status } }),
+    onSuccess: refresh,
+  });
   const remove = useMutation({
     mutationFn: (id: string) => request("DELETE", `/event-triggers/${id}`),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ["triggers"] }),
+    onSuccess: refresh,
   });
   const rows = triggers.data?.triggers ?? [];
   return (
     <section aria-labelledby="triggers-h">
       <h2 id="triggers-h">Event triggers</h2>
-      <p className="muted">Each starts its workflow with batches of a topic's events.</p>
-      <ErrorMessage error={triggers.error ?? remove.error} />
+      <p className="muted">
+        Each starts its workflow with batches of a topic's events. A paused one keeps its place: what is
+        published meanwhile is batched when it resumes.
+      </p>
+      <ErrorMessage error={triggers.error ?? setStatus.error ?? remove.error} />
       {triggers.isSuccess && rows.length === 0 ? <p className="muted">No event triggers.</p> : null}
       {rows.length > 0 ? (
         <div className="table-wrap">
@@ -73,9 +82,22 @@ function Triggers() {
                   <td data-label="Queue">{t.queue_name ?? "the workflow's"}</td>
                   <td data-label="Status">
                     <span className={`badge badge-${t.status}`}>{t.status}</span>
+                    {t.status === "paused" && !t.paused_by_user ? (
+                      <div className="muted">no worker registers its workflow</div>
+                    ) : null}
                   </td>
                   <td data-label="Batched up to">sequence {t.last_sequence_id}</td>
-                  <td data-label="Actions">
+                  <td data-label="Actions" className="row-actions">
+                    <button
+                      type="button"
+                      disabled={setStatus.isPending}
+                      onClick={() =>
+                        setStatus.mutate({ id: t.id, status: t.status === "active" ? "paused" : "active" })
+                      }
+                      aria-label={`${t.status === "active" ? "Pause" : "Resume"} the trigger of ${t.workflow_id} on ${t.event_topic}`}
+                    >
+                      {t.status === "active" ? "Pause" : "Resume"}
+                    </button>
                     <ConfirmButton
                       label="Delete"
                       question={`Delete the trigger of ${t.workflow_id} on ${t.event_topic}?`}

@@ -1,5 +1,13 @@
 import type { EventTrigger, PrismaClient } from "@spool/db";
-import { badRequest, decodeTimeCursor, isUuid, notFound, timeCursorOf, toPage } from "@spool/shared";
+import {
+  badRequest,
+  conflict,
+  decodeTimeCursor,
+  isUuid,
+  notFound,
+  timeCursorOf,
+  toPage,
+} from "@spool/shared";
 import { createdAfter } from "../util/keyset.js";
 
 export interface RegisterTriggerInput {
@@ -39,16 +47,10 @@ export class Triggers {
       batchSize: input.batchSize,
       batchTimeoutSeconds: input.batchTimeoutSeconds ?? null,
       queueName: input.queueName ?? null,
-      status: "active",
     };
-    return this.prisma.eventTrigger.upsert({
-      where: {
-        projectId_workflowId_eventTopic: {
-          projectId,
-          workflowId: input.workflowId,
-          eventTopic: input.eventTopic,
-        },
-      },
+    const key = { projectId, workflowId: input.workflowId, eventTopic: input.eventTopic };
+    const trigger = await this.prisma.eventTrigger.upsert({
+      where: { projectId_workflowId_eventTopic: key },
       create: {
         projectId,
         workflowId: input.workflowId,
@@ -57,6 +59,46 @@ export class Triggers {
         ...fields,
       },
       update: fields,
+    });
+    // Registered again, a trigger paused because nothing served its workflow resumes; one paused
+    // through the API stays paused (every worker start registers what its code declares).
+    if (trigger.status === "active" || trigger.pausedByUser) return trigger;
+    const [resumed] = await this.prisma.eventTrigger.updateManyAndReturn({
+      where: { ...key, status: "paused", pausedByUser: false },
+      data: { status: "active" },
+    });
+    return resumed ?? trigger;
+  }
+
+  /**
+   * Pauses or resumes a trigger. Paused, it fires nothing and keeps its cursor: the events published
+   * meanwhile are batched once it resumes. 409 when resuming a trigger whose workflow no worker
+   * registers any more (it resumes by itself when one does).
+   */
+  async setStatus(projectId: string, triggerId: string, status: "active" | "paused"): Promise<EventTrigger> {
+    const trigger = isUuid(triggerId)
+      ? await this.prisma.eventTrigger.findFirst({ where: { id: triggerId, projectId } })
+      : null;
+    if (!trigger) throw notFound("event trigger", triggerId);
+    if (status === "active") {
+      const served = await this.prisma.workflowRegistration.count({
+        where: {
+          projectId,
+          deploymentId: trigger.deploymentId,
+          workflowId: trigger.workflowId,
+          archivedAt: null,
+        },
+      });
+      if (!served) {
+        throw conflict(
+          `workflow '${trigger.workflowId}' is not registered in deployment '${trigger.deploymentId}'; ` +
+            "the trigger resumes when a worker registers it again",
+        );
+      }
+    }
+    return this.prisma.eventTrigger.update({
+      where: { id: trigger.id },
+      data: { status, pausedByUser: status === "paused" },
     });
   }
 

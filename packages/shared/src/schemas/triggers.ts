@@ -29,7 +29,12 @@ export const EventTriggerResponse = z
     batch_size: z.number().int(),
     batch_timeout_seconds: z.number().int().nullable(),
     queue_name: z.string().nullable(),
-    status: z.string(),
+    status: z.enum(["active", "paused"]),
+    paused_by_user: z.boolean().openapi({
+      description:
+        "Paused through the API (stays paused when a worker registers it again); a trigger paused because " +
+        "no worker registers its workflow any more has false and resumes on registration",
+    }),
     last_sequence_id: z
       .number()
       .int()
@@ -44,6 +49,9 @@ export const RegisterEventTriggerResponse = z
 export const ListEventTriggersResponse = z
   .object({ triggers: z.array(EventTriggerResponse), next_cursor: NextCursor })
   .openapi("ListEventTriggersResponse");
+export const UpdateEventTriggerBody = z
+  .object({ status: z.enum(["active", "paused"]) })
+  .openapi("UpdateEventTriggerBody");
 export const EventTriggerParams = z.object({
   trigger_id: z.string().openapi({ param: { name: "trigger_id", in: "path" } }),
 });
