@@ -15,7 +15,7 @@ import { measureFloor } from "./floor.js";
 import { type BenchResult, renderMarkdown } from "./report.js";
 import { eventsScenario, latencyScenario, pushScenario, throughputScenario } from "./scenarios.js";
 import { procMemMiB } from "./stats.js";
-import { ROOT, startSystem, stopAll } from "./system.js";
+import { ROOT, startSystem, stopAllAndExit, stopAllOnSignals } from "./system.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -112,15 +112,7 @@ function machine() {
   };
 }
 
-let stopping = false;
-for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
-  process.on(sig, () => {
-    if (stopping) return;
-    stopping = true;
-    log(`${sig}: stopping everything`);
-    void stopAll().finally(() => process.exit(130));
-  });
-}
+stopAllOnSignals();
 
 async function main() {
   const started = performance.now();
@@ -192,10 +184,5 @@ if (isMain) {
         return 1;
       },
     )
-    .then(async (code) => {
-      if (stopping) return;
-      stopping = true;
-      await stopAll();
-      process.exit(code);
-    });
+    .then(stopAllAndExit);
 }

@@ -18,7 +18,15 @@ import { deployMigrations } from "../packages/db/scripts/migrate.mjs";
 import { ensureDashboardBuilt } from "../scripts/build-dashboard.mjs";
 import { startServicesProcess } from "../scripts/services-client.mjs";
 import { summarize } from "./stats.js";
-import { createProject, freePort, launch, setLogTag, stopAll, trackServices } from "./system.js";
+import {
+  createProject,
+  freePort,
+  launch,
+  setLogTag,
+  stopAllAndExit,
+  stopAllOnSignals,
+  trackServices,
+} from "./system.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -394,20 +402,12 @@ async function main() {
   }
 }
 
-let stopping = false;
-for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
-  process.on(sig, () => {
-    if (stopping) return;
-    stopping = true;
-    log(`${sig}: stopping everything`);
-    void stopAll().finally(() => process.exit(130));
-  });
-}
+stopAllOnSignals();
 
-main()
-  .then(() => stopAll())
-  .catch(async (err) => {
+main().then(
+  () => stopAllAndExit(0),
+  (err: unknown) => {
     process.stderr.write(`[runs-list] failed: ${err instanceof Error ? err.stack : err}\n`);
-    await stopAll();
-    process.exit(1);
-  });
+    return stopAllAndExit(1);
+  },
+);

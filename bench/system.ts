@@ -188,6 +188,27 @@ export function trackServices(services: ServicesHandle): void {
   void services.exited.then(() => started.services.delete(services));
 }
 
+let exiting = false;
+
+/** Stops every app and service this process started, then exits with `code`; once only. */
+export async function stopAllAndExit(code: number): Promise<void> {
+  if (exiting) return;
+  exiting = true;
+  await stopAll().catch(() => {});
+  process.exit(code);
+}
+
+/** Ctrl-C (or SIGTERM, SIGHUP) stops every app and service this process started, then exits 130. */
+export function stopAllOnSignals(): void {
+  for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+    process.on(sig, () => {
+      if (exiting) return;
+      log(`${sig}: stopping everything`);
+      void stopAllAndExit(130);
+    });
+  }
+}
+
 export async function stopAll(): Promise<void> {
   const apps = started.apps.splice(0);
   await Promise.allSettled(apps.map((a) => a.stop()));
