@@ -8,6 +8,10 @@ import { fileURLToPath } from "node:url";
 
 const appDir = fileURLToPath(new URL("../apps/dashboard/", import.meta.url));
 const builtIndex = join(appDir, "dist", "index.html");
+/** The modules of @spool/shared whose values the dashboard bundles (apps/dashboard/src/types.ts). */
+const sharedModules = ["execution-status.ts", "topics.ts"].map((f) =>
+  fileURLToPath(new URL(`../packages/shared/src/${f}`, import.meta.url)),
+);
 
 function newestSource(dir) {
   let newest = 0;
@@ -18,13 +22,14 @@ function newestSource(dir) {
   return newest;
 }
 
-/** Whether dist is missing or older than src, index.html or the Vite config. */
+/** Whether dist is missing or older than src, index.html, the Vite config or the shared modules it bundles. */
 export function dashboardIsStale() {
   if (!existsSync(builtIndex)) return true;
   const sources = Math.max(
     newestSource(join(appDir, "src")),
     statSync(join(appDir, "index.html")).mtimeMs,
     statSync(join(appDir, "vite.config.ts")).mtimeMs,
+    ...sharedModules.map((f) => statSync(f).mtimeMs),
   );
   return sources > statSync(builtIndex).mtimeMs;
 }
