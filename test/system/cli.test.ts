@@ -237,6 +237,36 @@ describe("spool, the CLI", () => {
     );
     await api.kill();
   }, 90_000);
+  it("events tail shows each event once, through an API restart; Ctrl-C ends it with 0", async () => {
+    const topic = `tail-${Date.now()}`;
+    let api = await sys.startApiProcess();
+    const tail = start(sys, ["events", "tail", topic, "--api-url", api.url]);
+    const shown = (n: string) => async () => (tail.run.stdout.includes(`{"n":"${n}"}`) ? true : undefined);
+    // Published until the tail shows one: it follows from when it connected.
+    await eventually(
+      async () => {
+        await sys.client.events.publish(topic, { n: "first" });
+        return shown("first")();
+      },
+      30_000,
+      "the tail following",
+    );
+    await api.kill("SIGKILL");
+    await sys.client.events.publish(topic, { n: "while down" });
+    api = await sys.startApiProcess(api.port);
+    await eventually(shown("while down"), 30_000, "the event published while the API was down");
+    await sys.client.events.publish(topic, { n: "after" });
+    await eventually(shown("after"), 30_000, "the event after the restart");
+
+    tail.child.kill("SIGINT");
+    const r = await tail.exited;
+    expect(r.code).toBe(0);
+    const lines = r.stdout.trim().split("\n");
+    expect(lines.filter((l) => l.includes('"while down"'))).toHaveLength(1);
+    expect(lines.filter((l) => l.includes('"after"'))).toHaveLength(1);
+    expect(lines.at(-1)).toContain('"after"');
+    await api.kill();
+  }, 90_000);
 });
 
 describe("the CLI's event-stream reader", () => {

@@ -1,8 +1,7 @@
 import { jsonArg, UsageError } from "../config.js";
 import type { Ctx } from "../context.js";
-import { headersOf } from "../context.js";
+import { followStream } from "../follow-stream.js";
 import { brief } from "../output.js";
-import { readSse } from "../sse.js";
 
 /** `spool events publish <topic> --data <json|@file> [--type t]` */
 export async function publishEvent(ctx: Ctx, topic: string, o: { data?: string; type?: string }) {
@@ -16,15 +15,27 @@ export async function publishEvent(ctx: Ctx, topic: string, o: { data?: string; 
   else for (const e of events) ctx.out.write(`published ${e.topic} #${e.sequence_id}\n`);
 }
 
-/** `spool events tail <topic> [--from <sequence>]`: new events as they arrive, until Ctrl-C. */
+/**
+ * `spool events tail <topic> [--from <sequence>]`: new events as they arrive (or those after `--from`
+ * first), until Ctrl-C; through API restarts, each once.
+ */
 export async function tailEvents(ctx: Ctx, topic: string, o: { from?: string; signal: AbortSignal }) {
-  const query = new URLSearchParams({ topic, ...(o.from ? { last_sequence_id: o.from } : {}) });
-  const url = `${ctx.conn.apiUrl.replace(/\/+$/, "")}/api/v1/events/stream?${query}`;
-  for await (const event of readSse(url, headersOf(ctx.conn), o.signal)) {
-    if (!event.data) continue;
-    const e = JSON.parse(event.data) as { sequence_id: number; event_type: string | null; data: unknown };
-    ctx.out.write(
-      ctx.out.json ? `${event.data}\n` : `#${e.sequence_id} ${e.event_type ?? "-"} ${brief(e.data)}\n`,
-    );
+  const after = o.from === undefined ? undefined : Number(o.from);
+  if (after !== undefined && !(Number.isInteger(after) && after >= 0)) {
+    throw new UsageError(`--from must be a sequence id (a whole number, 0 or more), not '${o.from}'`);
   }
+  const query = new URLSearchParams({
+    topic,
+    ...(after !== undefined ? { last_sequence_id: String(after) } : {}),
+  });
+  const url = `${ctx.conn.apiUrl.replace(/\/+$/, "")}/api/v1/events/stream?${query}`;
+  await followStream(ctx, url, {
+    signal: o.signal,
+    after,
+    resumeHint: "spool events tail <topic> --from <the last sequence id shown> picks it up again",
+    show: (e, raw) =>
+      ctx.out.write(
+        ctx.out.json ? `${raw}\n` : `#${e.sequence_id} ${e.event_type ?? "-"} ${brief(e.data)}\n`,
+      ),
+  });
 }

@@ -1,17 +1,16 @@
-import { setTimeout as sleep } from "node:timers/promises";
-import { createClient, type Execution, SpoolApiError } from "@spool/sdk/client";
+import { createClient, type Execution } from "@spool/sdk/client";
 import { isTerminal, runTopic } from "@spool/shared";
 import type { Ctx } from "../context.js";
-import { headersOf } from "../context.js";
+import { followStream, isTransient, outage, type StreamEvent } from "../follow-stream.js";
 import { brief } from "../output.js";
-import { readSse } from "../sse.js";
 import { outcomeLine } from "./follow.js";
 
-interface StreamEvent {
-  sequence_id: number;
-  event_type: string | null;
-  data: Record<string, unknown>;
-}
+/** One long poll of the run's status (seconds; the API grants up to 120). */
+const POLL_WAIT_SECONDS = 30;
+
+/** What to run to pick a run up again after the API was lost. */
+const resumeHint = (id: string) =>
+  `run ${id} may still be going: spool logs ${id} --follow picks it up again`;
 
 /** One event of a run's stream for a person: agent text inline, the rest a line each. */
 function render(e: StreamEvent): string {
@@ -29,60 +28,6 @@ function render(e: StreamEvent): string {
   }
 }
 
-/** Reconnecting: the first wait, the longest, and how long the API may stay out of reach. */
-const RETRY_FIRST_MS = 250;
-const RETRY_MAX_MS = 5000;
-const GIVE_UP_MS = 60_000;
-/** One long poll of the run's status (seconds; the API grants up to 120). */
-const POLL_WAIT_SECONDS = 30;
-
-/** Whether a failure to reach the API may pass (it restarts, a proxy hiccups): worth trying again. */
-function isTransient(err: unknown): boolean {
-  if (err instanceof SpoolApiError) return err.status >= 500 || err.status === 429;
-  // fetch's "fetch failed"/"terminated" (connection refused or reset), or a proxy's non-JSON answer
-  return err instanceof TypeError || err instanceof SyntaxError;
-}
-
-/** An event of the stream; one that is not JSON is the server's fault, not a reason to reconnect. */
-function parseEvent(data: string): StreamEvent {
-  try {
-    return JSON.parse(data) as StreamEvent;
-  } catch {
-    throw new Error(`the event stream sent an event that is not JSON: ${data.slice(0, 200)}`);
-  }
-}
-
-/** Waits `ms`, or less when `signal` aborts. */
-const pause = (ms: number, signal: AbortSignal) => sleep(ms, undefined, { signal }).catch(() => {});
-
-/** Tracks how long the API has been out of reach; throws once that is longer than GIVE_UP_MS. */
-function outage(ctx: Ctx, id: string) {
-  let since: number | undefined;
-  let wait = RETRY_FIRST_MS;
-  return {
-    reached() {
-      since = undefined;
-      wait = RETRY_FIRST_MS;
-    },
-    /** The server's own `retry:` delay, for the next wait. */
-    retryIn(ms: number) {
-      wait = ms;
-    },
-    /** After a failure: waits before the next try, or throws when the API has been gone too long. */
-    async failed(err: unknown, signal: AbortSignal) {
-      since ??= Date.now();
-      if (Date.now() - since > GIVE_UP_MS) {
-        throw new Error(
-          `lost the API at ${ctx.conn.apiUrl} for ${GIVE_UP_MS / 1000} s (${(err as Error).message}); ` +
-            `run ${id} may still be going: spool logs ${id} --follow picks it up again`,
-        );
-      }
-      await pause(wait, signal);
-      wait = Math.min(wait * 2, RETRY_MAX_MS);
-    },
-  };
-}
-
 /** Long-polls the run until it ends (through API restarts); undefined when `signal` aborts first. */
 async function watchRun(ctx: Ctx, id: string, signal: AbortSignal): Promise<Execution | undefined> {
   const client = createClient({
@@ -91,7 +36,7 @@ async function watchRun(ctx: Ctx, id: string, signal: AbortSignal): Promise<Exec
     projectId: ctx.conn.projectId,
     fetch: (url, init) => fetch(url, { ...init, signal }),
   });
-  const lost = outage(ctx, id);
+  const lost = outage(ctx, resumeHint(id));
   while (!signal.aborted) {
     try {
       const run = await client.request<Execution>(
@@ -153,37 +98,15 @@ export async function runLogs(ctx: Ctx, id: string, o: { follow: boolean }): Pro
   // Named by its run (not its topic), the stream starts at the run's first event.
   const query = new URLSearchParams({ workflow_id: run.workflow_id, workflow_run_id: run.id });
   const url = `${ctx.conn.apiUrl.replace(/\/+$/, "")}/api/v1/events/stream?${query}`;
-  const lost = outage(ctx, id);
   let last = 0;
-  let announced = false;
-  const opened = () => {
-    lost.reached();
-    // On stderr, so stdout stays the stream alone (and --json pure JSON lines).
-    if (!announced) process.stderr.write(`spool: following run ${id} (Ctrl-C stops)\n`);
-    announced = true;
-  };
   try {
-    while (!ended.signal.aborted) {
-      const headers = { ...headersOf(ctx.conn), ...(last > 0 ? { "last-event-id": String(last) } : {}) };
-      try {
-        for await (const event of readSse(url, headers, ended.signal, {
-          onOpen: opened,
-          onRetry: (ms) => lost.retryIn(ms),
-        })) {
-          if (!event.data) continue;
-          const e = parseEvent(event.data);
-          if (e.sequence_id <= last) continue;
-          show(e);
-          last = e.sequence_id;
-        }
-        if (ended.signal.aborted) break;
-        await lost.failed(new Error("the event stream ended"), ended.signal);
-      } catch (err) {
-        if (ended.signal.aborted) break;
-        if (!isTransient(err)) throw err;
-        await lost.failed(err, ended.signal);
-      }
-    }
+    last = await followStream(ctx, url, {
+      signal: ended.signal,
+      show: (e) => show(e),
+      resumeHint: resumeHint(id),
+      // On stderr, so stdout stays the stream alone (and --json pure JSON lines).
+      onFirstOpen: () => process.stderr.write(`spool: following run ${id} (Ctrl-C stops)\n`),
+    });
   } finally {
     ended.abort();
   }
