@@ -2,6 +2,7 @@ import { type Execution, jsonOrNull, type Prisma } from "@spool/db";
 import { type EngineDeps, TX_OPTIONS } from "../deps.js";
 import type { DispatchRequest } from "../dispatch/dispatcher.js";
 import { answerFromPublished, lockProjectEvents } from "../events/events.js";
+import { isRegistered } from "../registry/is-registered.js";
 import type { NewWait } from "../runtime/journal.js";
 import { afterTurn } from "./after-finish.js";
 import { type Claim, heldUnder } from "./claim.js";
@@ -107,10 +108,7 @@ async function startChild(
   w: NewWait,
 ): Promise<{ dispatch: DispatchRequest[]; created: Execution[] }> {
   const child = w.child!;
-  const registered = await tx.workflowRegistration.count({
-    where: { projectId: parent.projectId, workflowId: child.workflowId, archivedAt: null },
-  });
-  if (!registered) {
+  if (!(await isRegistered(tx, { projectId: parent.projectId, workflowId: child.workflowId }))) {
     const wait = await tx.wait.findUniqueOrThrow({ where: { id: waitId } });
     const wake = await resolveWait(tx, wait, {
       status: "failed",

@@ -3,6 +3,7 @@ import { isTerminal } from "@spool/shared";
 import { type EngineDeps, TX_OPTIONS } from "../deps.js";
 import type { DispatchRequest } from "../dispatch/dispatcher.js";
 import { createExecutions } from "../execution/create-executions.js";
+import { isRegistered } from "../registry/is-registered.js";
 import { nextOccurrence, parseCron, upcoming } from "./cron.js";
 
 /**
@@ -52,10 +53,7 @@ export class ScheduleFiring {
         FOR UPDATE SKIP LOCKED`);
       if (!claimed) return { fired: 0, dispatch: [] as DispatchRequest[] };
       const s = await tx.schedule.findUniqueOrThrow({ where: { id: scheduleId } });
-      const registered = await tx.workflowRegistration.count({
-        where: { projectId: s.projectId, workflowId: s.workflowId, archivedAt: null },
-      });
-      if (!registered) {
+      if (!(await isRegistered(tx, s))) {
         // Firing would fail on every tick until someone notices; paused, it waits for a PATCH resume.
         await tx.schedule.update({ where: { id: s.id }, data: { status: "paused" } });
         return { fired: 0, dispatch: [] as DispatchRequest[], pausedFor: s.workflowId };

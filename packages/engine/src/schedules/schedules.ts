@@ -1,6 +1,7 @@
 import { type JsonInput, Prisma as P, type PrismaClient, type Schedule } from "@spool/db";
 import { decodeTimeCursor, isUuid, notFound, timeCursorOf, toPage } from "@spool/shared";
 import { TX_OPTIONS } from "../deps.js";
+import { isRegistered } from "../registry/is-registered.js";
 import { createdAfter } from "../util/keyset.js";
 import { nextOccurrence, parseCron } from "./cron.js";
 
@@ -41,10 +42,9 @@ export class Schedules {
    */
   async upsert(projectId: string, input: CreateScheduleInput): Promise<Schedule> {
     parseCron(input.cron, input.timezone ?? "UTC");
-    const registered = await this.prisma.workflowRegistration.count({
-      where: { projectId, workflowId: input.workflowId, archivedAt: null },
-    });
-    if (!registered) throw notFound("workflow", input.workflowId);
+    if (!(await isRegistered(this.prisma, { projectId, workflowId: input.workflowId }))) {
+      throw notFound("workflow", input.workflowId);
+    }
     const key = input.key ?? "global";
     const given = {
       cron: input.cron,

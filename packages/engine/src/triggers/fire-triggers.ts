@@ -2,6 +2,7 @@ import { type EventTrigger, Prisma } from "@spool/db";
 import { type EngineDeps, TX_OPTIONS } from "../deps.js";
 import { toPublishedEvent } from "../events/events.js";
 import { createExecutions } from "../execution/create-executions.js";
+import { isRegistered } from "../registry/is-registered.js";
 
 /** Most batches one trigger fires per call: a long backlog lets the other triggers have their turn. */
 const MAX_BATCHES_PER_CALL = 50;
@@ -80,15 +81,7 @@ export class TriggerFiring {
         take: t.batchSize,
       });
       if (!isReady(t, events, now)) return null;
-      const registered = await tx.workflowRegistration.count({
-        where: {
-          projectId: t.projectId,
-          deploymentId: t.deploymentId,
-          workflowId: t.workflowId,
-          archivedAt: null,
-        },
-      });
-      if (!registered) {
+      if (!(await isRegistered(tx, t))) {
         // Firing would fail on every tick; paused, the trigger keeps its cursor until re-registered.
         await tx.eventTrigger.update({ where: { id: t.id }, data: { status: "paused" } });
         return { paused: t, dispatch: [] };

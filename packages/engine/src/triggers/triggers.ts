@@ -8,6 +8,7 @@ import {
   timeCursorOf,
   toPage,
 } from "@spool/shared";
+import { isRegistered } from "../registry/is-registered.js";
 import { createdAfter } from "../util/keyset.js";
 
 export interface RegisterTriggerInput {
@@ -34,10 +35,8 @@ export class Triggers {
       where: { projectId, deploymentId: input.deploymentId },
     });
     if (!deployment) throw notFound("deployment", input.deploymentId);
-    const workflow = await this.prisma.workflowRegistration.count({
-      where: { projectId, deploymentId: input.deploymentId, workflowId: input.workflowId, archivedAt: null },
-    });
-    if (!workflow) throw notFound("workflow", `${input.workflowId}' in deployment '${input.deploymentId}`);
+    if (!(await isRegistered(this.prisma, { projectId, ...input })))
+      throw notFound("workflow", `${input.workflowId}' in deployment '${input.deploymentId}`);
     const project = await this.prisma.project.findUniqueOrThrow({
       where: { id: projectId },
       select: { eventSequence: true },
@@ -81,15 +80,7 @@ export class Triggers {
       : null;
     if (!trigger) throw notFound("event trigger", triggerId);
     if (status === "active") {
-      const served = await this.prisma.workflowRegistration.count({
-        where: {
-          projectId,
-          deploymentId: trigger.deploymentId,
-          workflowId: trigger.workflowId,
-          archivedAt: null,
-        },
-      });
-      if (!served) {
+      if (!(await isRegistered(this.prisma, trigger))) {
         throw conflict(
           `workflow '${trigger.workflowId}' is not registered in deployment '${trigger.deploymentId}'; ` +
             "the trigger resumes when a worker registers it again",
