@@ -40,11 +40,7 @@ export function connectionOf(
 /** `npm run dev`'s dev.json; a file that cannot be read or parsed is a usage error naming it. */
 function readDevJson(path: string): { api_url?: string; api_key?: string; project_id?: string } | null {
   try {
-    return JSON.parse(readFileSync(path, "utf8")) as {
-      api_url?: string;
-      api_key?: string;
-      project_id?: string;
-    };
+    return JSON.parse(readFileSync(path, "utf8"));
   } catch (err) {
     throw new UsageError(`cannot read ${path}: ${reason(err)}`);
   }
@@ -97,11 +93,11 @@ export function secondsArg(value: string, what: string): number {
   return seconds;
 }
 
-/** A count (`--limit`): a positive integer, else a usage error. */
-export function countArg(value: string | undefined, what: string): number | undefined {
+/** A whole number of at least `min` (`--limit`, `--from`), else a usage error. */
+export function countArg(value: string | undefined, what: string, min = 1): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^\s*\d+\s*$/.test(value) || Number(value) < 1) {
-    throw new UsageError(`${what} must be a positive whole number, not '${value}'`);
+  if (!/^\s*\d+\s*$/.test(value) || Number(value) < min) {
+    throw new UsageError(`${what} must be a whole number of at least ${min}, not '${value}'`);
   }
   return Number(value);
 }

@@ -1,4 +1,4 @@
-import { jsonArg, UsageError } from "../config.js";
+import { countArg, jsonArg, UsageError } from "../config.js";
 import type { Ctx } from "../context.js";
 import { followStream } from "../follow-stream.js";
 import { brief } from "../output.js";
@@ -20,10 +20,7 @@ export async function publishEvent(ctx: Ctx, topic: string, o: { data?: string; 
  * first), until Ctrl-C; through API restarts, each once.
  */
 export async function tailEvents(ctx: Ctx, topic: string, o: { from?: string; signal: AbortSignal }) {
-  const after = o.from === undefined ? undefined : Number(o.from);
-  if (after !== undefined && !(Number.isInteger(after) && after >= 0)) {
-    throw new UsageError(`--from must be a sequence id (a whole number, 0 or more), not '${o.from}'`);
-  }
+  const after = countArg(o.from, "--from", 0);
   const query = new URLSearchParams({
     topic,
     ...(after !== undefined ? { last_sequence_id: String(after) } : {}),
