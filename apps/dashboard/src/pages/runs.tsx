@@ -2,6 +2,7 @@ import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { getRouteApi, Link, useNavigate } from "@tanstack/react-router";
 import { type FormEvent, useState } from "react";
 import { get } from "../api";
+import { DataTable } from "../components/data-table";
 import { ErrorMessage } from "../components/error-message";
 import { PageHeading } from "../components/page-heading";
 import { StatusBadge } from "../components/status-badge";
@@ -185,52 +186,43 @@ function RunsTable({ search }: { search: RunsSearch }) {
       {runs.isPending ? <p>Loading runs…</p> : null}
       {runs.isSuccess && rows.length === 0 ? <p>No runs match.</p> : null}
       {rows.length > 0 ? (
-        <div className="table-wrap">
-          <table className="stack-on-phone">
-            <thead>
-              <tr>
-                <th scope="col">Run</th>
-                <th scope="col">Workflow</th>
-                <th scope="col">Status</th>
-                <th scope="col">Created</th>
-                <th scope="col">Duration</th>
-                <th scope="col">Attempt</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((r) => (
-                <tr key={r.id}>
-                  <td data-label="Run">
-                    <Link
-                      to="/runs/$runId"
-                      params={{ runId: r.id }}
-                      aria-label={`Run ${r.id} of ${r.workflow_id}`}
-                    >
-                      <code>{shortId(r.id)}</code>
-                    </Link>
-                  </td>
-                  <td data-label="Workflow">{r.workflow_id}</td>
-                  <td data-label="Status">
-                    <StatusBadge status={r.status} />
-                    {r.blocked ? (
-                      <span className="muted"> ({r.blocked.reason.replace("_", " ")})</span>
-                    ) : null}
-                  </td>
-                  <td data-label="Created">
-                    <Time iso={r.created_at} relative />
-                  </td>
-                  <td data-label="Duration">
-                    {r.started_at
-                      ? formatDuration(elapsedMs(r.started_at, r.completed_at ?? r.cancelled_at))
-                      : "—"}
-                    {r.started_at && !isTerminal(r.status) ? " so far" : ""}
-                  </td>
-                  <td data-label="Attempt">{r.attempt}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          rows={rows}
+          rowKey={(r) => r.id}
+          columns={[
+            {
+              label: "Run",
+              cell: (r) => (
+                <Link
+                  to="/runs/$runId"
+                  params={{ runId: r.id }}
+                  aria-label={`Run ${r.id} of ${r.workflow_id}`}
+                >
+                  <code>{shortId(r.id)}</code>
+                </Link>
+              ),
+            },
+            { label: "Workflow", cell: (r) => r.workflow_id },
+            {
+              label: "Status",
+              cell: (r) => (
+                <>
+                  <StatusBadge status={r.status} />
+                  {r.blocked ? <span className="muted"> ({r.blocked.reason.replace("_", " ")})</span> : null}
+                </>
+              ),
+            },
+            { label: "Created", cell: (r) => <Time iso={r.created_at} relative /> },
+            {
+              label: "Duration",
+              cell: (r) =>
+                `${r.started_at ? formatDuration(elapsedMs(r.started_at, r.completed_at ?? r.cancelled_at)) : "—"}${
+                  r.started_at && !isTerminal(r.status) ? " so far" : ""
+                }`,
+            },
+            { label: "Attempt", cell: (r) => r.attempt },
+          ]}
+        />
       ) : null}
       <nav className="pager" aria-label="Pages of runs">
         <button

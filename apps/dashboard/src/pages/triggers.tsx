@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "@tanstack/react-router";
 import { get, request } from "../api";
 import { ConfirmButton } from "../components/confirm-button";
+import { DataTable } from "../components/data-table";
 import { ErrorMessage } from "../components/error-message";
 import { PageHeading } from "../components/page-heading";
 import { Time } from "../components/time";
@@ -47,70 +48,74 @@ function Triggers() {
       <ErrorMessage error={triggers.error ?? setStatus.error ?? remove.error} />
       {triggers.isSuccess && rows.length === 0 ? <p className="muted">No event triggers.</p> : null}
       {rows.length > 0 ? (
-        <div className="table-wrap">
-          <table className="stack-on-phone">
-            <thead>
-              <tr>
-                <th scope="col">Workflow</th>
-                <th scope="col">Topic</th>
-                <th scope="col">Batch</th>
-                <th scope="col">Queue</th>
-                <th scope="col">Status</th>
-                <th scope="col">Batched up to</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((t) => (
-                <tr key={t.id}>
-                  <td data-label="Workflow">
-                    <Link to="/runs" search={{ workflow_id: t.workflow_id }}>
-                      {t.workflow_id}
-                    </Link>
-                  </td>
-                  <td data-label="Topic">
-                    <Link to="/events" search={{ topic: t.event_topic }}>
-                      {t.event_topic}
-                    </Link>
-                  </td>
-                  <td data-label="Batch">
-                    {t.batch_size} {t.batch_size === 1 ? "event" : "events"}
-                    {t.batch_timeout_seconds ? ` or ${t.batch_timeout_seconds} s` : ""}
-                  </td>
-                  <td data-label="Queue">{t.queue_name ?? "the workflow's"}</td>
-                  <td data-label="Status">
-                    <span className={`badge badge-${t.status}`}>{t.status}</span>
-                    {t.status === "paused" && !t.paused_by_user ? (
-                      <div className="muted">no worker registers its workflow</div>
-                    ) : null}
-                  </td>
-                  <td data-label="Batched up to">sequence {t.last_sequence_id}</td>
-                  <td data-label="Actions" className="row-actions">
-                    <button
-                      type="button"
-                      disabled={setStatus.isPending}
-                      onClick={() =>
-                        setStatus.mutate({ id: t.id, status: t.status === "active" ? "paused" : "active" })
-                      }
-                      aria-label={`${t.status === "active" ? "Pause" : "Resume"} the trigger of ${t.workflow_id} on ${t.event_topic}`}
-                    >
-                      {t.status === "active" ? "Pause" : "Resume"}
-                    </button>
-                    <ConfirmButton
-                      label="Delete"
-                      question={`Delete the trigger of ${t.workflow_id} on ${t.event_topic}?`}
-                      confirmLabel="Yes, delete"
-                      pending={remove.isPending}
-                      onConfirm={() => remove.mutate(t.id)}
-                    />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          rows={rows}
+          rowKey={(t) => t.id}
+          columns={[
+            {
+              label: "Workflow",
+              cell: (t) => (
+                <Link to="/runs" search={{ workflow_id: t.workflow_id }}>
+                  {t.workflow_id}
+                </Link>
+              ),
+            },
+            {
+              label: "Topic",
+              cell: (t) => (
+                <Link to="/events" search={{ topic: t.event_topic }}>
+                  {t.event_topic}
+                </Link>
+              ),
+            },
+            {
+              label: "Batch",
+              cell: (t) =>
+                `${t.batch_size} ${t.batch_size === 1 ? "event" : "events"}${
+                  t.batch_timeout_seconds ? ` or ${t.batch_timeout_seconds} s` : ""
+                }`,
+            },
+            { label: "Queue", cell: (t) => t.queue_name ?? "the workflow's" },
+            {
+              label: "Status",
+              cell: (t) => (
+                <>
+                  <span className={`badge badge-${t.status}`}>{t.status}</span>
+                  {t.status === "paused" && !t.paused_by_user ? (
+                    <div className="muted">no worker registers its workflow</div>
+                  ) : null}
+                </>
+              ),
+            },
+            { label: "Batched up to", cell: (t) => `sequence ${t.last_sequence_id}` },
+            {
+              label: "Actions",
+              hideLabel: true,
+              className: "row-actions",
+              cell: (t) => (
+                <>
+                  <button
+                    type="button"
+                    disabled={setStatus.isPending}
+                    onClick={() =>
+                      setStatus.mutate({ id: t.id, status: t.status === "active" ? "paused" : "active" })
+                    }
+                    aria-label={`${t.status === "active" ? "Pause" : "Resume"} the trigger of ${t.workflow_id} on ${t.event_topic}`}
+                  >
+                    {t.status === "active" ? "Pause" : "Resume"}
+                  </button>
+                  <ConfirmButton
+                    label="Delete"
+                    question={`Delete the trigger of ${t.workflow_id} on ${t.event_topic}?`}
+                    confirmLabel="Yes, delete"
+                    pending={remove.isPending}
+                    onConfirm={() => remove.mutate(t.id)}
+                  />
+                </>
+              ),
+            },
+          ]}
+        />
       ) : null}
     </section>
   );
@@ -140,80 +145,75 @@ function Schedules() {
       <ErrorMessage error={schedules.error ?? setStatus.error ?? remove.error} />
       {schedules.isSuccess && rows.length === 0 ? <p className="muted">No schedules.</p> : null}
       {rows.length > 0 ? (
-        <div className="table-wrap">
-          <table className="stack-on-phone">
-            <thead>
-              <tr>
-                <th scope="col">Workflow</th>
-                <th scope="col">Key</th>
-                <th scope="col">Cron</th>
-                <th scope="col">Status</th>
-                <th scope="col">Next run</th>
-                <th scope="col">Last run</th>
-                <th scope="col">Overlap</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((s) => (
-                <tr key={s.id}>
-                  <td data-label="Workflow">
-                    <Link to="/runs" search={{ workflow_id: s.workflow_id }}>
-                      {s.workflow_id}
-                    </Link>
-                  </td>
-                  <td data-label="Key">{s.key}</td>
-                  <td data-label="Cron">
-                    <code>{s.cron}</code> <span className="muted">({s.timezone})</span>
-                  </td>
-                  <td data-label="Status">
-                    <span className={`badge badge-${s.status}`}>{s.status}</span>
-                  </td>
-                  <td data-label="Next run">
-                    {s.status === "paused" ? (
-                      <span className="muted">paused</span>
-                    ) : (
-                      <>
-                        <Time iso={s.next_run_at} />
-                        {s.next_run_at ? (
-                          <span className="muted">
-                            {" "}
-                            (<Time iso={s.next_run_at} relative />)
-                          </span>
-                        ) : null}
-                      </>
-                    )}
-                  </td>
-                  <td data-label="Last run">
-                    <Time iso={s.last_run_at} relative />
-                  </td>
-                  <td data-label="Overlap">{s.overlap_policy.replace("_", " ")}</td>
-                  <td data-label="Actions" className="row-actions">
-                    <button
-                      type="button"
-                      disabled={setStatus.isPending}
-                      onClick={() =>
-                        setStatus.mutate({ id: s.id, status: s.status === "active" ? "paused" : "active" })
-                      }
-                      aria-label={`${s.status === "active" ? "Pause" : "Resume"} the schedule of ${s.workflow_id} (${s.key})`}
-                    >
-                      {s.status === "active" ? "Pause" : "Resume"}
-                    </button>
-                    <ConfirmButton
-                      label="Delete"
-                      question={`Delete the schedule of ${s.workflow_id} (${s.key})?`}
-                      confirmLabel="Yes, delete"
-                      pending={remove.isPending}
-                      onConfirm={() => remove.mutate(s.id)}
-                    />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          rows={rows}
+          rowKey={(s) => s.id}
+          columns={[
+            {
+              label: "Workflow",
+              cell: (s) => (
+                <Link to="/runs" search={{ workflow_id: s.workflow_id }}>
+                  {s.workflow_id}
+                </Link>
+              ),
+            },
+            { label: "Key", cell: (s) => s.key },
+            {
+              label: "Cron",
+              cell: (s) => (
+                <>
+                  <code>{s.cron}</code> <span className="muted">({s.timezone})</span>
+                </>
+              ),
+            },
+            { label: "Status", cell: (s) => <span className={`badge badge-${s.status}`}>{s.status}</span> },
+            {
+              label: "Next run",
+              cell: (s) =>
+                s.status === "paused" ? (
+                  <span className="muted">paused</span>
+                ) : (
+                  <>
+                    <Time iso={s.next_run_at} />
+                    {s.next_run_at ? (
+                      <span className="muted">
+                        {" "}
+                        (<Time iso={s.next_run_at} relative />)
+                      </span>
+                    ) : null}
+                  </>
+                ),
+            },
+            { label: "Last run", cell: (s) => <Time iso={s.last_run_at} relative /> },
+            { label: "Overlap", cell: (s) => s.overlap_policy.replace("_", " ") },
+            {
+              label: "Actions",
+              hideLabel: true,
+              className: "row-actions",
+              cell: (s) => (
+                <>
+                  <button
+                    type="button"
+                    disabled={setStatus.isPending}
+                    onClick={() =>
+                      setStatus.mutate({ id: s.id, status: s.status === "active" ? "paused" : "active" })
+                    }
+                    aria-label={`${s.status === "active" ? "Pause" : "Resume"} the schedule of ${s.workflow_id} (${s.key})`}
+                  >
+                    {s.status === "active" ? "Pause" : "Resume"}
+                  </button>
+                  <ConfirmButton
+                    label="Delete"
+                    question={`Delete the schedule of ${s.workflow_id} (${s.key})?`}
+                    confirmLabel="Yes, delete"
+                    pending={remove.isPending}
+                    onConfirm={() => remove.mutate(s.id)}
+                  />
+                </>
+              ),
+            },
+          ]}
+        />
       ) : null}
     </section>
   );

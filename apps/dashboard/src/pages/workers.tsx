@@ -1,5 +1,6 @@
 import { useQuery } from "@tanstack/react-query";
 import { get } from "../api";
+import { DataTable } from "../components/data-table";
 import { ErrorMessage } from "../components/error-message";
 import { PageHeading } from "../components/page-heading";
 import { Time } from "../components/time";
@@ -39,52 +40,42 @@ export function WorkersPage() {
         <ErrorMessage error={workers.error} />
         {workers.isSuccess && rows.length === 0 ? <p>No worker has registered yet.</p> : null}
         {rows.length > 0 ? (
-          <div className="table-wrap">
-            <table className="stack-on-phone">
-              <thead>
-                <tr>
-                  <th scope="col">Worker</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Running</th>
-                  <th scope="col">Deployment</th>
-                  <th scope="col">Mode</th>
-                  <th scope="col">Last heartbeat</th>
-                  <th scope="col">Serves</th>
-                </tr>
-              </thead>
-              <tbody>
-                {rows.map((w) => (
-                  <tr key={w.id}>
-                    <td data-label="Worker">
-                      {w.hostname ?? "unnamed"} <code className="muted">{shortId(w.id)}</code>
-                    </td>
-                    <td data-label="Status">
-                      <span className={`badge badge-${w.status}`}>{w.status}</span>
-                    </td>
-                    <td data-label="Running">
-                      {w.running_executions}
-                      {w.max_concurrent_executions ? ` of ${w.max_concurrent_executions}` : ""}
-                    </td>
-                    <td data-label="Deployment">{w.deployment_id}</td>
-                    <td data-label="Mode">{w.mode}</td>
-                    <td data-label="Last heartbeat">
-                      <Time iso={w.last_heartbeat_at} relative />
-                    </td>
-                    <td data-label="Serves">
-                      <details>
-                        <summary>
-                          {(w.capabilities.workflow_ids ?? []).length} workflows on{" "}
-                          {(w.capabilities.queues ?? []).length} queues
-                        </summary>
-                        <p>Workflows: {(w.capabilities.workflow_ids ?? []).join(", ") || "none"}</p>
-                        <p>Queues: {(w.capabilities.queues ?? []).join(", ") || "none"}</p>
-                      </details>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            rows={rows}
+            rowKey={(w) => w.id}
+            columns={[
+              {
+                label: "Worker",
+                cell: (w) => (
+                  <>
+                    {w.hostname ?? "unnamed"} <code className="muted">{shortId(w.id)}</code>
+                  </>
+                ),
+              },
+              { label: "Status", cell: (w) => <span className={`badge badge-${w.status}`}>{w.status}</span> },
+              {
+                label: "Running",
+                cell: (w) =>
+                  `${w.running_executions}${w.max_concurrent_executions ? ` of ${w.max_concurrent_executions}` : ""}`,
+              },
+              { label: "Deployment", cell: (w) => w.deployment_id },
+              { label: "Mode", cell: (w) => w.mode },
+              { label: "Last heartbeat", cell: (w) => <Time iso={w.last_heartbeat_at} relative /> },
+              {
+                label: "Serves",
+                cell: (w) => (
+                  <details>
+                    <summary>
+                      {(w.capabilities.workflow_ids ?? []).length} workflows on{" "}
+                      {(w.capabilities.queues ?? []).length} queues
+                    </summary>
+                    <p>Workflows: {(w.capabilities.workflow_ids ?? []).join(", ") || "none"}</p>
+                    <p>Queues: {(w.capabilities.queues ?? []).join(", ") || "none"}</p>
+                  </details>
+                ),
+              },
+            ]}
+          />
         ) : null}
       </section>
 
@@ -93,39 +84,31 @@ export function WorkersPage() {
         <ErrorMessage error={queues.error} />
         {queues.isSuccess && queues.data.queues.length === 0 ? <p className="muted">No queues.</p> : null}
         {queues.data?.queues.length ? (
-          <div className="table-wrap">
-            <table className="stack-on-phone">
-              <thead>
-                <tr>
-                  <th scope="col">Queue</th>
-                  <th scope="col">Queued</th>
-                  <th scope="col">Running</th>
-                  <th scope="col">Waiting for a slot</th>
-                  <th scope="col">Limit</th>
-                  <th scope="col">Consumers</th>
-                </tr>
-              </thead>
-              <tbody>
-                {queues.data.queues.map((q) => (
-                  <tr key={q.name}>
-                    <td data-label="Queue">{q.name}</td>
-                    <td data-label="Queued">{q.queued}</td>
-                    <td data-label="Running">{q.running}</td>
-                    <td data-label="Waiting for a slot">{q.waiting_for_slot}</td>
-                    <td data-label="Limit">
-                      {q.concurrency_limit === null ? "none" : `${q.concurrency_limit} per key`}
-                    </td>
-                    <td data-label="Consumers">
-                      {q.consumers}
-                      {q.consumers === 0 && q.queued > 0 ? (
-                        <span className="warn-text"> · no worker takes these runs</span>
-                      ) : null}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            rows={queues.data.queues}
+            rowKey={(q) => q.name}
+            columns={[
+              { label: "Queue", cell: (q) => q.name },
+              { label: "Queued", cell: (q) => q.queued },
+              { label: "Running", cell: (q) => q.running },
+              { label: "Waiting for a slot", cell: (q) => q.waiting_for_slot },
+              {
+                label: "Limit",
+                cell: (q) => (q.concurrency_limit === null ? "none" : `${q.concurrency_limit} per key`),
+              },
+              {
+                label: "Consumers",
+                cell: (q) => (
+                  <>
+                    {q.consumers}
+                    {q.consumers === 0 && q.queued > 0 ? (
+                      <span className="warn-text"> · no worker takes these runs</span>
+                    ) : null}
+                  </>
+                ),
+              },
+            ]}
+          />
         ) : null}
       </section>
     </>

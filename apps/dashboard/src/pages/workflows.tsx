@@ -2,6 +2,7 @@ import { useQuery } from "@tanstack/react-query";
 import { getRouteApi, Link } from "@tanstack/react-router";
 import { useState } from "react";
 import { get } from "../api";
+import { DataTable } from "../components/data-table";
 import { ErrorMessage } from "../components/error-message";
 import { PageHeading } from "../components/page-heading";
 import { RunWorkflowForm } from "../components/run-workflow-form";
@@ -72,54 +73,47 @@ export function WorkflowsPage() {
           <p>No workflow is registered yet: start a worker.</p>
         ) : null}
         {workflows.data?.workflows.length ? (
-          <div className="table-wrap">
-            <table className="stack-on-phone">
-              <thead>
-                <tr>
-                  <th scope="col">Workflow</th>
-                  <th scope="col">Kind</th>
-                  <th scope="col">Deployment</th>
-                  <th scope="col">Queue</th>
-                  <th scope="col">Started by</th>
-                  <th scope="col">Served by</th>
-                  <th scope="col">
-                    <span className="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {workflows.data.workflows.map((wf) => (
-                  <tr key={`${wf.deployment_id}/${wf.workflow_id}`}>
-                    <td data-label="Workflow">
-                      <Link to="/runs" search={{ workflow_id: wf.workflow_id }} title="Its runs">
-                        {wf.workflow_id}
-                      </Link>
-                    </td>
-                    <td data-label="Kind">{wf.workflow_type}</td>
-                    <td data-label="Deployment">{wf.deployment_id}</td>
-                    <td data-label="Queue">{wf.queue_name ?? "default"}</td>
-                    <td data-label="Started by">
-                      {[wf.trigger_on_event ? "events" : null, wf.scheduled ? "schedule" : null, "API"]
-                        .filter(Boolean)
-                        .join(", ")}
-                    </td>
-                    <td data-label="Served by">
-                      <ServedBy workers={servedBy(w, wf.workflow_id, "workflow_ids")} />
-                    </td>
-                    <td data-label="Actions">
-                      <button
-                        type="button"
-                        onClick={() => chooseToRun(wf.workflow_id)}
-                        aria-label={`Run ${wf.workflow_id}…`}
-                      >
-                        Run…
-                      </button>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            rows={workflows.data.workflows}
+            rowKey={(wf) => `${wf.deployment_id}/${wf.workflow_id}`}
+            columns={[
+              {
+                label: "Workflow",
+                cell: (wf) => (
+                  <Link to="/runs" search={{ workflow_id: wf.workflow_id }} title="Its runs">
+                    {wf.workflow_id}
+                  </Link>
+                ),
+              },
+              { label: "Kind", cell: (wf) => wf.workflow_type },
+              { label: "Deployment", cell: (wf) => wf.deployment_id },
+              { label: "Queue", cell: (wf) => wf.queue_name ?? "default" },
+              {
+                label: "Started by",
+                cell: (wf) =>
+                  [wf.trigger_on_event ? "events" : null, wf.scheduled ? "schedule" : null, "API"]
+                    .filter(Boolean)
+                    .join(", "),
+              },
+              {
+                label: "Served by",
+                cell: (wf) => <ServedBy workers={servedBy(w, wf.workflow_id, "workflow_ids")} />,
+              },
+              {
+                label: "Actions",
+                hideLabel: true,
+                cell: (wf) => (
+                  <button
+                    type="button"
+                    onClick={() => chooseToRun(wf.workflow_id)}
+                    aria-label={`Run ${wf.workflow_id}…`}
+                  >
+                    Run…
+                  </button>
+                ),
+              },
+            ]}
+          />
         ) : null}
       </section>
 
@@ -128,42 +122,38 @@ export function WorkflowsPage() {
         <ErrorMessage error={agents.error} />
         {agents.data?.agents.length === 0 ? <p className="muted">No agents registered.</p> : null}
         {agents.data?.agents.length ? (
-          <div className="table-wrap">
-            <table className="stack-on-phone">
-              <thead>
-                <tr>
-                  <th scope="col">Agent</th>
-                  <th scope="col">Model</th>
-                  <th scope="col">Tools</th>
-                  <th scope="col">Deployment</th>
-                  <th scope="col">Served by</th>
-                </tr>
-              </thead>
-              <tbody>
-                {agents.data.agents.map((a) => (
-                  <tr key={`${a.deployment_id}/${a.id}`}>
-                    <td data-label="Agent">
-                      <Link to="/runs" search={{ workflow_id: a.id }} title="Its runs">
-                        {a.id}
-                      </Link>
-                      {a.system_prompt ? <div className="muted clamp">{a.system_prompt}</div> : null}
-                    </td>
-                    <td data-label="Model">
-                      {a.model} <span className="muted">({a.provider})</span>
-                    </td>
-                    <td data-label="Tools">
-                      {a.tools.map((t) => (typeof t === "string" ? t : JSON.stringify(t))).join(", ") ||
-                        "none"}
-                    </td>
-                    <td data-label="Deployment">{a.deployment_id}</td>
-                    <td data-label="Served by">
-                      <ServedBy workers={servedBy(w, a.id, "agent_ids")} />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            rows={agents.data.agents}
+            rowKey={(a) => `${a.deployment_id}/${a.id}`}
+            columns={[
+              {
+                label: "Agent",
+                cell: (a) => (
+                  <>
+                    <Link to="/runs" search={{ workflow_id: a.id }} title="Its runs">
+                      {a.id}
+                    </Link>
+                    {a.system_prompt ? <div className="muted clamp">{a.system_prompt}</div> : null}
+                  </>
+                ),
+              },
+              {
+                label: "Model",
+                cell: (a) => (
+                  <>
+                    {a.model} <span className="muted">({a.provider})</span>
+                  </>
+                ),
+              },
+              {
+                label: "Tools",
+                cell: (a) =>
+                  a.tools.map((t) => (typeof t === "string" ? t : JSON.stringify(t))).join(", ") || "none",
+              },
+              { label: "Deployment", cell: (a) => a.deployment_id },
+              { label: "Served by", cell: (a) => <ServedBy workers={servedBy(w, a.id, "agent_ids")} /> },
+            ]}
+          />
         ) : null}
       </section>
 
@@ -172,42 +162,33 @@ export function WorkflowsPage() {
         <ErrorMessage error={tools.error} />
         {tools.data?.tools.length === 0 ? <p className="muted">No tools registered.</p> : null}
         {tools.data?.tools.length ? (
-          <div className="table-wrap">
-            <table className="stack-on-phone">
-              <thead>
-                <tr>
-                  <th scope="col">Tool</th>
-                  <th scope="col">Description</th>
-                  <th scope="col">Approval</th>
-                  <th scope="col">Deployment</th>
-                  <th scope="col">Served by</th>
-                </tr>
-              </thead>
-              <tbody>
-                {tools.data.tools.map((t) => (
-                  <tr key={`${t.deployment_id}/${t.id}`}>
-                    <td data-label="Tool">
-                      {t.id}
-                      {t.parameters ? (
-                        <details>
-                          <summary>Input schema</summary>
-                          <pre className="json">{JSON.stringify(t.parameters, null, 2)}</pre>
-                        </details>
-                      ) : null}
-                    </td>
-                    <td data-label="Description">{t.description ?? "—"}</td>
-                    <td data-label="Approval">
-                      {t.metadata?.approval === "always" ? "needs approval" : "runs directly"}
-                    </td>
-                    <td data-label="Deployment">{t.deployment_id}</td>
-                    <td data-label="Served by">
-                      <ServedBy workers={servedBy(w, t.id, "tool_ids")} />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            rows={tools.data.tools}
+            rowKey={(t) => `${t.deployment_id}/${t.id}`}
+            columns={[
+              {
+                label: "Tool",
+                cell: (t) => (
+                  <>
+                    {t.id}
+                    {t.parameters ? (
+                      <details>
+                        <summary>Input schema</summary>
+                        <pre className="json">{JSON.stringify(t.parameters, null, 2)}</pre>
+                      </details>
+                    ) : null}
+                  </>
+                ),
+              },
+              { label: "Description", cell: (t) => t.description ?? "—" },
+              {
+                label: "Approval",
+                cell: (t) => (t.metadata?.approval === "always" ? "needs approval" : "runs directly"),
+              },
+              { label: "Deployment", cell: (t) => t.deployment_id },
+              { label: "Served by", cell: (t) => <ServedBy workers={servedBy(w, t.id, "tool_ids")} /> },
+            ]}
+          />
         ) : null}
       </section>
 
