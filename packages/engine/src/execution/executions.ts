@@ -338,9 +338,9 @@ export class Executions {
     executionId: string,
     claim: Claim,
     result: unknown,
-    fresh?: Parameters<typeof completeExecution>[1]["fresh"],
+    o: Pick<Parameters<typeof completeExecution>[1], "fresh" | "lastStep"> = {},
   ) {
-    return completeExecution(this.deps, { executionId, claim, result, fresh });
+    return completeExecution(this.deps, { executionId, claim, result, ...o });
   }
 
   fail(args: Parameters<typeof failExecution>[1]) {

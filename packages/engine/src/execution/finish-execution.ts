@@ -3,7 +3,12 @@ import type { SerializedError } from "@spool/shared";
 import { type EngineDeps, TX_OPTIONS } from "../deps.js";
 import type { DispatchRequest } from "../dispatch/dispatcher.js";
 import { backoffDelay } from "../runtime/backoff.js";
-import type { StepRecord } from "../runtime/journal.js";
+import {
+  type NewStepResult,
+  type StepRecord,
+  StepSupersededError,
+  storedAsWritten,
+} from "../runtime/journal.js";
 import { executionFields } from "../sql/rows.js";
 import { spanRowsParam, upsertSpansFromJson } from "../traces/record-spans.js";
 import { executionSpan, stepSpan } from "../traces/span-rows.js";
@@ -12,26 +17,40 @@ import { afterCancel, cancelTree } from "./cancel-execution.js";
 import { type Claim, heldUnder } from "./claim.js";
 import { closePendingWaits } from "./close-waits.js";
 import { runDispatch } from "./create-executions.js";
+import { storeStep } from "./journal-store.js";
 import type { ExecutionStatus } from "./statuses.js";
 import { rawTransition, transition } from "./transition.js";
 
 const COMPLETE = rawTransition(["running"], "completed");
 
 // Purpose: running → completed with the run's trace (its own span and the spans of its steps not
-// written yet), in one round trip. Only for a run without waits whose every stored step ran in this
-// job: anything parked or answered from outside, or a step another job ran, takes
-// completeExecution's transaction. Params: execution, dispatch seq, lease, result, now,
-// from-statuses, span rows (spanRowsParam), the keys of the steps this job ran. Locks: the
-// execution row. Result: the completed row, or none (not this claim's any more, it has waits, or a
-// step is not covered).
+// written yet) and the last step's result the replay held back (if any), in one round trip. Only for
+// a run without waits whose every stored step ran in this job: anything parked or answered from
+// outside, or a step another job ran, takes completeExecution's transaction. Params: execution,
+// dispatch seq, lease, result, now, from-statuses, span rows (spanRowsParam), the keys of the steps
+// this job ran, then the held-back step (null key: none): key, seq, kind, output, attempts, started
+// at. Locks: the execution row, the step's (execution_id, step_key) index entry. Result: the
+// completed row, or none (not this claim's any more, it has waits, a step is not covered, or another
+// worker's result for the held-back step was stored first). The step is stored either way, first
+// completed write wins, as storeStep does: the caller's fallback finds it.
 const COMPLETE_WITHOUT_WAITS = `
-  WITH done AS (
+  WITH saved AS (
+    INSERT INTO step_results (id, execution_id, step_key, seq, kind, status, output, attempts, started_at, completed_at)
+    SELECT gen_random_uuid(), $1, $9, $10, $11, 'completed', $12::jsonb, $13, $14, $5
+     WHERE $9::text IS NOT NULL
+    ON CONFLICT (execution_id, step_key) DO UPDATE
+      SET status = EXCLUDED.status, output = EXCLUDED.output, error = NULL,
+          attempts = step_results.attempts + EXCLUDED.attempts, completed_at = EXCLUDED.completed_at
+      WHERE step_results.status <> 'completed'
+    RETURNING 1),
+  done AS (
     UPDATE executions e
        SET status = '${COMPLETE.to}', result = $4::jsonb, completed_at = $5, worker_id = NULL,
            error = NULL, updated_at = $5
      WHERE e.id = $1 AND e.status = ANY($6::text[]) AND e.dispatch_seq = $2 AND e.lease = $3
        AND NOT EXISTS (SELECT 1 FROM waits w WHERE w.execution_id = $1)
        AND NOT EXISTS (SELECT 1 FROM step_results s WHERE s.execution_id = $1 AND s.step_key <> ALL($8::text[]))
+       AND ($9::text IS NULL OR EXISTS (SELECT 1 FROM saved))
     RETURNING ${executionFields("e")}),
   spans AS (${upsertSpansFromJson("$7", "EXISTS (SELECT 1 FROM done)")})
   SELECT * FROM done`;
@@ -43,7 +62,14 @@ const COMPLETE_WITHOUT_WAITS = `
  */
 async function completeWithoutWaits(
   deps: EngineDeps,
-  args: { started: Execution; claim: Claim; result: unknown; steps: StepRecord[]; ran: string[] },
+  args: {
+    started: Execution;
+    claim: Claim;
+    result: unknown;
+    steps: StepRecord[];
+    ran: string[];
+    lastStep?: NewStepResult;
+  },
 ): Promise<Execution | null> {
   const now = new Date();
   const result = args.result === undefined || args.result === null ? null : args.result;
@@ -59,6 +85,7 @@ async function completeWithoutWaits(
   // The rows the statement writes only if the run completes; the execution span is the completed
   // row's (what syncExecutionSpans would derive from it).
   const spans = [executionSpan(predicted), ...args.steps.map((r) => stepSpan(predicted, r))];
+  const last = args.lastStep;
   const { rows } = await deps.pool.query<Execution>({
     name: "spool_complete_without_waits",
     text: COMPLETE_WITHOUT_WAITS,
@@ -71,6 +98,12 @@ async function completeWithoutWaits(
       COMPLETE.from,
       spanRowsParam(spans),
       args.ran,
+      last?.stepKey ?? null,
+      last?.seq ?? null,
+      last?.kind ?? null,
+      last ? JSON.stringify(last.output ?? null) : null,
+      last?.attempts ?? null,
+      last?.startedAt ?? null,
     ],
   });
   const row = rows[0];
@@ -84,7 +117,10 @@ async function completeWithoutWaits(
  * running → completed. Null when the run was no longer this dispatch's (cancelled, handed back).
  * `fresh` is the worker's run as it started it, the steps whose spans it has not written yet, and the
  * keys of every step it ran: when those cover every stored step and the run has no waits, it ends
- * in one round trip.
+ * in one round trip. `lastStep` is a completed step result the replay held back (holdLastWrite):
+ * stored first, with first-write-wins; when another worker's result for it won, this throws
+ * StepSupersededError (the worker replays the run), and ExecutionAbortedError when the run is no
+ * longer this claim's.
  */
 export async function completeExecution(
   deps: EngineDeps,
@@ -93,13 +129,25 @@ export async function completeExecution(
     claim: Claim;
     result: unknown;
     fresh?: { started: Execution; steps: StepRecord[]; ran: string[] };
+    lastStep?: NewStepResult;
   },
 ): Promise<Execution | null> {
+  const { lastStep } = args;
   if (args.fresh) {
-    const done = await completeWithoutWaits(deps, { ...args.fresh, claim: args.claim, result: args.result });
+    const done = await completeWithoutWaits(deps, {
+      ...args.fresh,
+      claim: args.claim,
+      result: args.result,
+      lastStep,
+    });
     if (done) return done;
     // Not applicable: write the steps' spans as the span writer would have, then the general path.
     await deps.traces.recordSteps(args.fresh.started, args.fresh.steps);
+  }
+  if (lastStep) {
+    // Stored now (or found, when the statement above stored it), as the replay would have.
+    const stored = await storeStep(deps.pool, args.executionId, args.claim, lastStep);
+    if (!storedAsWritten(stored, lastStep)) throw new StepSupersededError(lastStep.stepKey);
   }
   const outcome = await deps.prisma.$transaction(async (tx) => {
     const row = await transition(tx, {

@@ -30,6 +30,8 @@ export function createPostgresHost(
   let execution: Execution | undefined;
   let claim: Claim | undefined;
   let loaded: JournalRows | undefined;
+  // Whether every step and wait of the run is this job's own: its start found none stored.
+  let fresh = false;
   let stream: ReturnType<typeof createRunStream> | undefined;
   let spans: ReturnType<typeof createSpanWriter> | undefined;
   let runningSpan: { settle: () => Promise<void> } | undefined;
@@ -63,6 +65,7 @@ export function createPostgresHost(
       execution = result.execution;
       claim = claimOf(execution);
       loaded = result.journal;
+      fresh = loaded !== undefined && loaded.steps.length === 0 && loaded.waits.length === 0;
       const run = {
         projectId: execution.projectId,
         workflowId: execution.workflowId,
@@ -83,7 +86,14 @@ export function createPostgresHost(
         },
       };
     },
-    journal: () => engine.executions.journal(job.executionId, held().claim, loaded),
+    journal: () => {
+      // What the start read serves the first replay; a replay after a superseded step reads again.
+      const rows = loaded;
+      if (loaded === undefined) fresh = false;
+      loaded = undefined;
+      return engine.executions.journal(job.executionId, held().claim, rows);
+    },
+    storesLastStep: true,
     publish: (event) => stream?.publish(event),
     recordStep: (record) => {
       ran.push(record.stepKey);
@@ -91,22 +101,25 @@ export function createPostgresHost(
       return spans?.record(record);
     },
     flush,
-    async complete(result) {
+    async complete(result, lastStep) {
       const { execution: started, claim } = held();
-      // A run whose every step ran in this job (none replayed) ends in one round trip, with the
-      // spans of its steps (still buffered) written in the same statement.
-      if (loaded && loaded.steps.length === 0 && loaded.waits.length === 0 && spans) {
+      // A run whose every step ran in this job (none replayed) ends in one round trip, with its last
+      // step's result and the spans of its steps (still buffered) written in the same statement.
+      if (fresh && spans) {
         await Promise.all([stream?.flush(), runningSpan?.settle()]);
         const { items, written } = await spans.take();
         try {
-          const fresh = { started, steps: items, ran };
-          return (await engine.executions.complete(job.executionId, claim, result, fresh)) !== null;
+          const done = await engine.executions.complete(job.executionId, claim, result, {
+            fresh: { started, steps: items, ran },
+            lastStep,
+          });
+          return done !== null;
         } finally {
           written();
         }
       }
       await flush();
-      return (await engine.executions.complete(job.executionId, claim, result)) !== null;
+      return (await engine.executions.complete(job.executionId, claim, result, { lastStep })) !== null;
     },
     async fail(error, retry) {
       await flush();

@@ -167,7 +167,7 @@ export class RemoteRuns {
     }
     // The one-statement completion when the worker's spans cover every stored step (it checks).
     const fresh = claim ? { started: execution, steps, ran: steps.map((r) => r.stepKey) } : undefined;
-    const done = await this.executions.complete(executionId, claim ?? FENCED, result, fresh);
+    const done = await this.executions.complete(executionId, claim ?? FENCED, result, { fresh });
     if (!done) throw notYours(execution);
     return done;
   }

@@ -1,5 +1,5 @@
 import { serializeError, type WorkflowDefinition } from "@spool/shared";
-import type { ReplayOutcome } from "../runtime/journal.js";
+import { ExecutionAbortedError, type ReplayOutcome, StepSupersededError } from "../runtime/journal.js";
 import { replay } from "../runtime/replay.js";
 import { WorkflowResultTooLargeError } from "../runtime/result-size.js";
 import type { RunHost, RunnerLogger } from "./run-host.js";
@@ -38,19 +38,6 @@ export async function processRun(args: {
         log.warn({}, "workflow not loaded here; handed back for a worker that serves it");
       return notLoaded === "failed" ? "not_loaded" : notLoaded === "handed_back" ? "handed_back" : "stale";
     }
-    const outcome = await replay({
-      definition,
-      input: run.input,
-      execution: run.execution,
-      journal: await host.journal(),
-      logger: {
-        info: (m, f) => log.info(f ?? {}, m),
-        warn: (m, f) => log.warn(f ?? {}, m),
-        error: (m, f) => log.error(f ?? {}, m),
-      },
-      publish: (e) => host.publish(e),
-      onStepFinished: (r) => host.recordStep(r),
-    });
     const fail = async ({ error, retryable }: Extract<ReplayOutcome, { type: "failed" }>) => {
       const settled = await host.fail(error, { retryable, maxRetries: definition.options.retries ?? 0 });
       if (settled === "not_ours") return "stale";
@@ -58,24 +45,51 @@ export async function processRun(args: {
       return settled;
     };
     // Live events and spans land before the outcome does (each settle verb sees to it).
-    switch (outcome.type) {
-      case "completed":
-        try {
-          await host.complete(outcome.result);
-        } catch (err) {
-          // The host refused the result as too large (nothing stored): the run fails with that, for good.
-          if (!(err instanceof WorkflowResultTooLargeError)) throw err;
-          return fail({ type: "failed", error: serializeError(err), retryable: false });
-        }
-        return "completed";
-      case "failed":
-        return fail(outcome);
-      case "blocked":
-        await host.block(outcome.waits);
-        return "waiting";
-      case "aborted":
-        log.info({ reason: outcome.reason }, "stopped");
-        return `aborted: ${outcome.reason}`;
+    const settle = async (outcome: ReplayOutcome): Promise<RunResult | "superseded"> => {
+      switch (outcome.type) {
+        case "completed":
+          try {
+            await host.complete(outcome.result, outcome.lastStep);
+          } catch (err) {
+            if (err instanceof StepSupersededError) return "superseded";
+            if (err instanceof ExecutionAbortedError) return settle({ type: "aborted", reason: err.message });
+            // The host refused the result as too large (nothing stored): the run fails with that, for good.
+            if (!(err instanceof WorkflowResultTooLargeError)) throw err;
+            return fail({ type: "failed", error: serializeError(err), retryable: false });
+          }
+          return "completed";
+        case "failed":
+          return fail(outcome);
+        case "blocked":
+          await host.block(outcome.waits);
+          return "waiting";
+        case "aborted":
+          log.info({ reason: outcome.reason }, "stopped");
+          return `aborted: ${outcome.reason}`;
+        case "superseded":
+          return "superseded";
+      }
+    };
+    for (;;) {
+      const outcome = await replay({
+        definition,
+        input: run.input,
+        execution: run.execution,
+        journal: await host.journal(),
+        logger: {
+          info: (m, f) => log.info(f ?? {}, m),
+          warn: (m, f) => log.warn(f ?? {}, m),
+          error: (m, f) => log.error(f ?? {}, m),
+        },
+        publish: (e) => host.publish(e),
+        onStepFinished: (r) => host.recordStep(r),
+        holdLastWrite: host.storesLastStep === true,
+      });
+      const result = await settle(outcome);
+      // A step result held back lost to another worker's: the workflow went on with a value that is
+      // not the stored one, so it runs again from its journal, which now holds the stored one.
+      if (result !== "superseded") return result;
+      log.warn({}, "a step's result was stored by another worker first; replaying from the journal");
     }
   } finally {
     // Nothing buffered outlives the job (a failed replay still leaves the events it published).

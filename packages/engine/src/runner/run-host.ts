@@ -2,7 +2,7 @@
 // workers (execution/postgres-host.ts), and the API over HTTP, for remote workers (http-host.ts).
 // This folder imports no database and no queue: the SDK's remote worker bundles it.
 import type { ExecutionInfo, SerializedError } from "@spool/shared";
-import type { Journal, NewWait, StepRecord } from "../runtime/journal.js";
+import type { Journal, NewStepResult, NewWait, StepRecord } from "../runtime/journal.js";
 
 /** A run a host has started for this worker: what the replay needs to know of it. */
 export interface StartedRun {
@@ -38,7 +38,14 @@ export interface RunHost {
   flush(): Promise<void>;
   // Each settle verb lands what `publish` and `recordStep` still buffer before its outcome, or with
   // it (in the same transaction): a client that sees the run settled finds its whole stream and trace.
-  complete(result: unknown): Promise<boolean>;
+  /**
+   * `lastStep`: a completed step the replay held back (only when `storesLastStep`), stored first
+   * with first-write-wins. Throws StepSupersededError when another worker's result for it won (the
+   * run is replayed), ExecutionAbortedError when the run is no longer this worker's.
+   */
+  complete(result: unknown, lastStep?: NewStepResult): Promise<boolean>;
+  /** The host stores a held-back last step with the completion (ReplayOptions.holdLastWrite). */
+  readonly storesLastStep?: boolean;
   fail(error: SerializedError, retry: RetryRequest): Promise<FailOutcome>;
   block(waits: NewWait[]): Promise<boolean>;
   /**

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from "node:util";
 import type { SerializedError } from "@spool/shared";
 
 export type StepKind = "run" | "sleep" | "event" | "suspend" | "invoke" | "now" | "uuid" | "llm" | "tool";
@@ -99,8 +100,28 @@ export class ExecutionAbortedError extends Error {
   override name = "ExecutionAbortedError";
 }
 
+/**
+ * A step result the replay held back (see ReplayOptions.holdLastWrite) lost to another worker's
+ * stored result for the same step: the workflow went on with a value that is not the stored one, so
+ * the run must be replayed from its journal (nothing ran since but the workflow's own code).
+ */
+export class StepSupersededError extends Error {
+  override name = "StepSupersededError";
+  constructor(stepKey: string) {
+    super(`step '${stepKey}' was stored by another worker first; the run is replayed from its journal`);
+  }
+}
+
+/** Whether a stored step is the held-back result it was written from (first write wins). */
+export function storedAsWritten(stored: JournalStep, written: NewStepResult): boolean {
+  return stored.status === written.status && isDeepStrictEqual(stored.output ?? null, written.output ?? null);
+}
+
 export type ReplayOutcome =
-  | { type: "completed"; result: unknown }
+  /** `lastStep`: a completed step result held back to be stored with the completion. */
+  | { type: "completed"; result: unknown; lastStep?: NewStepResult }
+  /** A held-back step result lost to another worker's (StepSupersededError): replay again. */
+  | { type: "superseded"; reason: string }
   | { type: "failed"; error: SerializedError; retryable: boolean }
   | { type: "blocked"; waits: NewWait[] }
   | { type: "aborted"; reason: string };

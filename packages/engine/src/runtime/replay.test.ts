@@ -433,3 +433,96 @@ describe("infrastructure errors", () => {
     expect(calls).toBe(1);
   });
 });
+
+describe("holding the last write back (holdLastWrite)", () => {
+  const holding = <I, O>(definition: WorkflowDefinition<I, O>, journal: Journal, input: I) =>
+    replay({ definition, input, execution, journal, logger, holdLastWrite: true });
+
+  it("stores each step before the next one runs, and hands the last one to the completion", async () => {
+    const { journal, writes } = memoryJournal();
+    const storedWhenRun: string[][] = [];
+    const wf = workflow(async (ctx, n: number) => {
+      const a = await ctx.step.run("a", () => {
+        storedWhenRun.push(writes.map((w) => w.stepKey));
+        return n + 1;
+      });
+      const b = await ctx.step.run("b", () => {
+        storedWhenRun.push(writes.map((w) => w.stepKey));
+        return a * 2;
+      });
+      return { b };
+    });
+    const outcome = await holding(wf, journal, 1);
+    expect(storedWhenRun).toEqual([[], ["a"]]);
+    expect(writes.map((w) => w.stepKey)).toEqual(["a"]);
+    expect(outcome).toMatchObject({
+      type: "completed",
+      result: { b: 4 },
+      lastStep: { stepKey: "b", seq: 2, status: "completed", output: 4, attempts: 1 },
+    });
+  });
+
+  it("stores the held step before the run blocks or fails", async () => {
+    const blocking = memoryJournal();
+    const sleeper = workflow(async (ctx) => {
+      await ctx.step.run("a", () => 1);
+      await ctx.step.sleep("nap", "1h");
+    });
+    expect((await holding(sleeper, blocking.journal, null)).type).toBe("blocked");
+    expect(blocking.writes.map((w) => w.stepKey)).toEqual(["a"]);
+
+    const failing = memoryJournal();
+    const thrower = workflow(async (ctx) => {
+      await ctx.step.run("a", () => 1);
+      throw new Error("the workflow's own bug");
+    });
+    expect((await holding(thrower, failing.journal, null)).type).toBe("failed");
+    expect(failing.writes.map((w) => w.stepKey)).toEqual(["a"]);
+  });
+
+  it("stores the held step on the next turn of the event loop when the workflow goes on without a step", async () => {
+    const { journal, writes } = memoryJournal();
+    let storedDuringTimer: string[] = [];
+    const wf = workflow(async (ctx) => {
+      await ctx.step.run("a", () => 1);
+      // Not a step: a crash meanwhile must not lose "a".
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      storedDuringTimer = writes.map((w) => w.stepKey);
+      return "done";
+    });
+    const outcome = await holding(wf, journal, null);
+    expect(storedDuringTimer).toEqual(["a"]);
+    expect(outcome).toEqual({ type: "completed", result: "done" });
+  });
+
+  it("writes at once while another step runs (a long sibling must not leave it unstored)", async () => {
+    const { journal, writes } = memoryJournal();
+    let release = () => {};
+    let storedBeforeRelease: string[] = [];
+    const wf = workflow(async (ctx) => {
+      const slow = ctx.step.run("slow", () => new Promise<number>((r) => (release = () => r(2))));
+      const fast = await ctx.step.run("fast", () => 1);
+      await new Promise((r) => setImmediate(r));
+      storedBeforeRelease = writes.map((w) => w.stepKey);
+      release();
+      return fast + (await slow);
+    });
+    const outcome = await holding(wf, journal, null);
+    expect(storedBeforeRelease).toEqual(["fast"]);
+    expect(outcome).toMatchObject({ type: "completed", result: 3, lastStep: { stepKey: "slow" } });
+  });
+
+  it("a held step that lost to another worker's stored result supersedes the replay", async () => {
+    const { journal, stored } = memoryJournal();
+    const ranB: number[] = [];
+    const wf = workflow(async (ctx) => {
+      const a = await ctx.step.run("a", () => "mine");
+      // Another worker stores its own result for "a" while this one's write is held back.
+      stored.set("a", done("a", 1, "theirs"));
+      await ctx.step.run("b", () => ranB.push(1));
+      return a;
+    });
+    expect(await holding(wf, journal, null)).toMatchObject({ type: "superseded" });
+    expect(ranB).toEqual([]);
+  });
+});

@@ -20,7 +20,9 @@ import {
   type ReplayOutcome,
   type StepKind,
   type StepRecord,
+  StepSupersededError,
   type StepTrace,
+  storedAsWritten,
 } from "./journal.js";
 import {
   StepResultTooLargeError,
@@ -55,6 +57,16 @@ export interface ReplayOptions<I, O> {
   }) => void | Promise<void>;
   /** Each step this replay executed (replayed ones are not reported again): the worker traces them. */
   onStepFinished?: (record: StepRecord) => void;
+  /**
+   * Hold a completed step's write back until the next durable point, when no other step is
+   * running: it is stored before the next step's function runs, before the run blocks or fails, on
+   * the next turn of the event loop at the latest, or with the completion (the outcome's
+   * `lastStep`: the host stores it in the same round trip). Nothing but the workflow's own code runs
+   * meanwhile, so a crash costs what a crash just before the write would: the step runs again. Only
+   * for a journal that knows the result limit (an oversized result must fail before the workflow
+   * goes on).
+   */
+  holdLastWrite?: boolean;
 }
 
 /**
@@ -87,6 +99,10 @@ class Replay<I, O> {
   private idleWaiters: (() => void)[] = [];
   private eventCursor: Promise<bigint> | undefined;
   private storedStepsToReplay: number;
+  /** A completed step whose write is held back (holdLastWrite), and the write once it started. */
+  private held: NewStepResult | null = null;
+  private heldWrite: Promise<void> | undefined;
+  private superseded: string | null = null;
 
   constructor(private readonly o: ReplayOptions<I, O>) {
     const seqs = [...o.journal.steps.values(), ...o.journal.waits.values()].map((s) => s.seq);
@@ -116,12 +132,19 @@ class Replay<I, O> {
     // have settled and stored their results: a run-level retry must not start them a second time
     // while the first call is still going.
     if (typeof first === "object" && !first.ok) await this.whenNoStepRuns();
+    // A held-back step goes with the completion; any other ending stores it first. A write the
+    // event loop already started lands before anything is decided.
+    const completing = typeof first === "object" && first.ok && !this.halted();
+    const lastStep = completing ? this.takeHeld() : undefined;
+    if (!completing) await this.writeHeld();
+    await this.heldWrite;
 
     if (this.infrastructureError !== undefined) throw this.infrastructureError;
+    if (this.superseded !== null) return { type: "superseded", reason: this.superseded };
     if (this.abortReason !== null) return { type: "aborted", reason: this.abortReason };
     if (first === "blocked") return { type: "blocked", waits: this.waits };
     if (first === "halted") throw new Error("unreachable: a halt sets an abort reason or an error");
-    if (first.ok) return this.completed(first.value);
+    if (first.ok) return this.completed(first.value, lastStep);
     if (first.err instanceof ExecutionAbortedError) return { type: "aborted", reason: first.err.message };
     const error = serializeError(first.err, stepKeyOf(first.err));
     // Whether the run has attempts left is the engine's call (see failExecution); this says only
@@ -131,14 +154,22 @@ class Replay<I, O> {
   }
 
   /** The run's result, unless it is over the result limit: then the run fails, for good. */
-  private completed(value: unknown): ReplayOutcome {
+  private async completed(value: unknown, lastStep: NewStepResult | undefined): Promise<ReplayOutcome> {
     const { json, bytes } = sizedJson(value);
     const limit = this.o.journal.maxResultBytes;
     if (limit !== undefined && bytes > limit) {
+      // The run fails for good, but the step it held back did run: it is stored first.
+      if (lastStep) {
+        this.held = lastStep;
+        await this.writeHeld();
+        if (this.infrastructureError !== undefined) throw this.infrastructureError;
+        if (this.superseded !== null) return { type: "superseded", reason: this.superseded };
+        if (this.abortReason !== null) return { type: "aborted", reason: this.abortReason };
+      }
       const err = workflowResultTooLarge(this.o.execution.workflowId, bytes, limit);
       return { type: "failed", error: serializeError(err), retryable: false };
     }
-    return { type: "completed", result: JSON.parse(json) };
+    return { type: "completed", result: JSON.parse(json), ...(lastStep ? { lastStep } : {}) };
   }
 
   private context(): WorkflowContext<I> {
@@ -251,6 +282,8 @@ class Replay<I, O> {
     // A stored failure replays as that failure (the workflow may have caught it and gone on); a
     // run-level retry clears failed results, so the next attempt runs those steps again.
     if (stored) return this.replayStored(stored) as Awaited<T>;
+    // The step before it is stored before this one runs.
+    await this.writeHeld();
     // The run is no longer this replay's (or its database is gone): start nothing new.
     if (this.halted()) return parked();
     const seq = this.nextSeq++;
@@ -279,9 +312,15 @@ class Replay<I, O> {
         if (limit !== undefined && bytes > limit) {
           return await this.failStep(step, trace, stepResultTooLarge(key, bytes, limit));
         }
+        const output: unknown = JSON.parse(json);
+        if (this.o.holdLastWrite && this.inFlight === 1 && this.held === null) {
+          this.hold({ ...step, status: "completed", output });
+          this.report(key, kind, startedAt, attempt, trace, { status: "completed", output });
+          return output as Awaited<T>;
+        }
         let saved: JournalStep;
         try {
-          saved = await this.save({ ...step, status: "completed", output: JSON.parse(json) });
+          saved = await this.save({ ...step, status: "completed", output });
         } catch (err) {
           // The store refused it as too large: how a remote worker, whose journal does not know the
           // limit, learns of it (Spool's 413).
@@ -365,7 +404,44 @@ class Replay<I, O> {
   }
 
   private halted(): boolean {
-    return this.abortReason !== null || this.infrastructureError !== undefined;
+    return this.abortReason !== null || this.infrastructureError !== undefined || this.superseded !== null;
+  }
+
+  /** Holds a completed step's write back (holdLastWrite); the event loop's next turn stores it at the latest. */
+  private hold(step: NewStepResult): void {
+    this.held = step;
+    setImmediate(() => void this.writeHeld());
+  }
+
+  /** The held-back step, now the caller's to store (with the completion). */
+  private takeHeld(): NewStepResult | undefined {
+    const step = this.held ?? undefined;
+    this.held = null;
+    return step;
+  }
+
+  /**
+   * Stores the held-back step, if any, and resolves once that write (or one already started)
+   * landed. Counts as a running step meanwhile, so the run cannot look blocked before it lands. A
+   * failed write halts the replay as any failed save does; a stored result that is not the one the
+   * workflow went on with supersedes this replay.
+   */
+  private writeHeld(): Promise<void> {
+    const step = this.takeHeld();
+    if (step) {
+      this.inFlight++;
+      this.heldWrite = this.save(step)
+        .then(
+          (stored) => {
+            if (storedAsWritten(stored, step)) return;
+            this.superseded ??= new StepSupersededError(step.stepKey).message;
+            this.onHalted?.();
+          },
+          () => {}, // save() halted the replay with it
+        )
+        .finally(() => this.settled());
+    }
+    return this.heldWrite ?? Promise.resolve();
   }
 
   private whenNoStepRuns(): Promise<void> {

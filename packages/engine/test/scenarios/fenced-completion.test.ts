@@ -25,9 +25,7 @@ describe("the one-statement completion of a fenced worker", () => {
     });
 
     const refused = await engine.executions.complete(id, claimOf(firstRow), "first", {
-      started: firstRow,
-      steps: [record("first")],
-      ran: ["a"],
+      fresh: { started: firstRow, steps: [record("first")], ran: ["a"] },
     });
     expect(refused).toBeNull();
     expect((await prisma.execution.findUniqueOrThrow({ where: { id } })).status).toBe("running");
@@ -35,9 +33,7 @@ describe("the one-statement completion of a fenced worker", () => {
     expect(ownSpan?.status ?? null).not.toBe("completed");
 
     const done = await engine.executions.complete(id, claimOf(secondRow), "second", {
-      started: secondRow,
-      steps: [record("second")],
-      ran: ["a"],
+      fresh: { started: secondRow, steps: [record("second")], ran: ["a"] },
     });
     expect(done?.status).toBe("completed");
     const spans = await prisma.span.findMany({ where: { executionId: id }, orderBy: { name: "asc" } });
