@@ -141,15 +141,16 @@ describe("a remote worker with nothing but the API (createWorker, push protocol)
     expect(step).toMatchObject({ step_key: "flaky-call", status: "completed", attempts: 3 });
   });
 
-  it("a step result the API refuses (too large) fails the step and the run once, instead of running the step again", async () => {
+  it("a step result over Spool's limit fails the step and the run once, instead of running the step again", async () => {
     const { execution_id } = await sys.client.run("r-huge", {});
     const done = await finished(execution_id);
     expect(done.status).toBe("failed");
-    // Over the API's body limit (1 MiB): refused before the step limit is even looked at.
+    // The push told the worker Spool's limit (1 MiB): it fails the step itself, as an in-cluster
+    // worker does, without sending 2 MiB anywhere.
+    const bytes = 2 * 1024 * 1024 + 2;
     const error = {
       name: "StepResultTooLargeError",
-      message:
-        "step 'too-big' returned 2 MiB of JSON; Spool refused it as too large (413 PAYLOAD_TOO_LARGE: request body exceeds 1048576 bytes)",
+      message: `step 'too-big' returned 2 MiB of JSON (${bytes} bytes), over the 1 MiB limit (SPOOL_MAX_STEP_RESULT_BYTES)`,
     };
     expect(done.error).toMatchObject({ ...error, step_key: "too-big" });
     const [step] = await sys.client.executions.steps(execution_id);

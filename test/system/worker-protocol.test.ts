@@ -15,6 +15,8 @@ describe("the worker protocol, spoken by a raw HTTP worker", () => {
   let sys: System;
   let worker: RawProtocolWorker;
   const deploymentId = `polos-${randomUUID().slice(0, 8)}`;
+  /** What `…/complete` answered each proto-last-step run. */
+  const lastStepAnswers = new Map<string, { status: number; body: unknown }>();
   /** When set, proto-order holds between its suspend_ event and its /wait call until it resolves. */
   let gap: { reached: () => void; release: Promise<void> } | null = null;
   const publish = (topic: string, eventType: string, data: unknown) =>
@@ -123,6 +125,21 @@ describe("the worker protocol, spoken by a raw HTTP worker", () => {
         },
         // Takes the push and reports nothing: a run that is busy for as long as the test wants.
         "proto-hold": async () => {},
+        // Spool's extension: the last step's result sent with the completion (`last_step`). When
+        // `contested`, a result for that step is stored first, as another worker's would be.
+        "proto-last-step": async (ctx) => {
+          const { contested } = ctx.push.payload as { contested: boolean };
+          await ctx.saveStep("a", 1);
+          if (contested) await ctx.saveStep("b", "theirs");
+          const res = await ctx.call("POST", `/internal/executions/${ctx.push.execution_id}/complete`, {
+            result: "b was mine",
+            worker_id: ctx.push.worker_id,
+            last_step: { step_key: "b", outputs: "mine" },
+          });
+          lastStepAnswers.set(ctx.push.execution_id, { status: res.status, body: await res.json() });
+          // Refused: the run is this worker's still, and finishes from what is stored.
+          if (res.status === 409) await ctx.complete("b was theirs");
+        },
       },
     });
     await worker.listen();
@@ -144,6 +161,7 @@ describe("the worker protocol, spoken by a raw HTTP worker", () => {
         "proto-hold",
         "proto-twins",
         "proto-suspender",
+        "proto-last-step",
       ].map((id) => ({ id })),
     );
     expect(await worker.heartbeat()).toEqual({ re_register: false });
@@ -350,6 +368,42 @@ describe("the worker protocol, spoken by a raw HTTP worker", () => {
       .filter((p) => p.body.execution_id === execution_id)
       .map((p) => p.body.retry_count);
     expect(counts).toEqual([0, 1, 2]);
+  });
+
+  it("takes the last step with the completion; a result stored first for it wins and the completion is refused", async () => {
+    const run = async (contested: boolean) => {
+      const { execution_id } = await sys.client.request<{ execution_id: string }>(
+        "POST",
+        "/workflows/proto-last-step/run",
+        { payload: { contested } },
+      );
+      const done = await sys.client.executions.waitForResult(execution_id, { timeoutMs: 30_000 });
+      const steps = (await sys.client.executions.steps(execution_id)).map((s) => [s.step_key, s.output]);
+      return { done, steps, answer: lastStepAnswers.get(execution_id) };
+    };
+
+    const plain = await run(false);
+    expect(plain.answer?.status).toBe(200);
+    expect(plain.done).toMatchObject({ status: "completed", result: "b was mine" });
+    expect(plain.steps).toEqual([
+      ["a", 1],
+      ["b", "mine"],
+    ]);
+
+    const contested = await run(true);
+    expect(contested.answer).toEqual({
+      status: 409,
+      body: {
+        error: expect.stringContaining("step 'b' was stored by another worker first"),
+        error_type: "CONFLICT",
+        details: { reason: "step_superseded", step_key: "b" },
+      },
+    });
+    expect(contested.done).toMatchObject({ status: "completed", result: "b was theirs" });
+    expect(contested.steps).toEqual([
+      ["a", 1],
+      ["b", "theirs"],
+    ]);
   });
 
   it("a worker at capacity (429) gets the run again later, no attempt used", async () => {

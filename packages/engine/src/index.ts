@@ -22,7 +22,7 @@ export { DEFAULT_MAX_QUEUES_PER_PROJECT } from "./registry/queue-cap.js";
 export type { QueueState } from "./registry/queue-states.js";
 export type { AgentInput, ToolInput, WorkflowRegistrationInput, WorkflowType } from "./registry/registry.js";
 export type { ProtocolWait } from "./remote/protocol-waits.js";
-export type { RemoteCaller } from "./remote/remote-runs.js";
+export type { RemoteCaller, StepWrite } from "./remote/remote-runs.js";
 export type { SessionMemory } from "./remote/session-memory.js";
 export { processRun, type RunResult } from "./runner/process-run.js";
 export type { FailOutcome, RetryRequest, RunHost, RunnerLogger, StartedRun } from "./runner/run-host.js";

@@ -1,7 +1,7 @@
 // The worker protocol's execution calls (spec/worker-protocol.md §3): what a remote worker reports
 // for a run Spool pushed to it. Each handler calls one engine verb under the caller's claim.
 import { createRoute, type z } from "@hono/zod-openapi";
-import type { NewWait, RemoteCaller, StepRecord } from "@spool/engine";
+import type { NewWait, RemoteCaller, StepRecord, StepWrite } from "@spool/engine";
 import {
   AcceptedResponse,
   CompleteBody,
@@ -176,6 +176,18 @@ function toNewWait(w: NonNullable<z.infer<typeof WaitBody>["waits"]>[number]): N
 const OK = { accepted: true } as const;
 
 /** A step span as a remote worker reports it, as the engine records it. */
+/** A step result as the worker routes take it (`POST …/steps`, `last_step` of `…/complete`). */
+const toStepWrite = (b: z.infer<typeof SaveStepBody>): StepWrite => ({
+  stepKey: b.step_key,
+  output: b.outputs ?? null,
+  status: b.success ? "completed" : "failed",
+  error: toError(b.error),
+  seq: b.seq,
+  kind: b.kind,
+  attempts: b.attempts,
+  startedAt: b.started_at ? new Date(b.started_at) : undefined,
+});
+
 const toStepRecord = (s: z.infer<typeof StepSpanInput>): StepRecord => ({
   stepKey: s.step_key,
   kind: s.kind,
@@ -214,16 +226,7 @@ export function registerInternalExecutions(app: App) {
       c.var.projectId,
       c.req.valid("param").execution_id,
       callerOf(c),
-      {
-        stepKey: b.step_key,
-        output: b.outputs ?? null,
-        status: b.success ? "completed" : "failed",
-        error: toError(b.error),
-        seq: b.seq,
-        kind: b.kind,
-        attempts: b.attempts,
-        startedAt: b.started_at ? new Date(b.started_at) : undefined,
-      },
+      toStepWrite(b),
     );
     return c.json({ step: presentRemoteStep({ ...stored, completedAt: new Date() }) }, 200);
   });
@@ -253,6 +256,7 @@ export function registerInternalExecutions(app: App) {
       callerOf(c, b.worker_id),
       b.result ?? null,
       steps,
+      b.last_step ? toStepWrite(b.last_step) : undefined,
     );
     return c.json(OK, 200);
   });

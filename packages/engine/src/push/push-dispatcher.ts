@@ -8,6 +8,7 @@ import type { Engine } from "../engine.js";
 import { claimOf } from "../execution/claim.js";
 import type { JournalRows } from "../execution/journal-store.js";
 import { markPushed, startOnPushWorker, unstartExecution } from "../execution/start-on-push-worker.js";
+import { maxResultBytes } from "../runtime/result-size.js";
 import { showRunningAfterDelay } from "../traces/running-span.js";
 import { recordPushOutcome, servedByAnyPushWorker, servedElsewhere } from "../workers/workers.js";
 import { type PushOutcome, sendCancel, sendPush } from "./push-client.js";
@@ -313,6 +314,7 @@ export class PushDispatcher {
       attempt: e.attempt,
       queue_name: e.queueName,
       ...journalWithin(journal, MAX_PUSHED_JOURNAL_BYTES),
+      spool_max_result_bytes: maxResultBytes(),
     };
   }
 }

@@ -5,12 +5,20 @@ import { type Claim, claimOf } from "../execution/claim.js";
 import type { Executions } from "../execution/executions.js";
 import { eventCursorOf, storeStep } from "../execution/journal-store.js";
 import { nextSeq } from "../execution/next-seq.js";
-import { ExecutionAbortedError, type NewWait, type StepKind, type StepRecord } from "../runtime/journal.js";
+import {
+  ExecutionAbortedError,
+  type NewStepResult,
+  type NewWait,
+  type StepKind,
+  type StepRecord,
+  StepSupersededError,
+} from "../runtime/journal.js";
 import {
   isResultTooLarge,
   maxResultBytes,
   type ResultTooLargeError,
   sizedJson,
+  stepResultTooLarge,
   workflowResultTooLarge,
 } from "../runtime/result-size.js";
 import { executionFields, STEP_RESULT_FIELDS } from "../sql/rows.js";
@@ -20,6 +28,18 @@ import { type ProtocolWait, toNewWait } from "./protocol-waits.js";
 export interface RemoteCaller {
   workerId?: string | null;
   claim?: Claim | null;
+}
+
+/** A step result as a worker sends it (`POST …/steps`, `last_step` of `…/complete`); the rest defaults. */
+export interface StepWrite {
+  stepKey: string;
+  output: unknown;
+  status: "completed" | "failed";
+  error: SerializedError | null;
+  seq?: number;
+  kind?: StepKind;
+  attempts?: number;
+  startedAt?: Date;
 }
 
 /** The push worker a run is held by, as the worker routes check it. */
@@ -98,35 +118,12 @@ export class RemoteRuns {
   }
 
   /** Stores a step result: a completed one is never overwritten, and is kept even from a fenced worker. */
-  async saveStep(
-    projectId: string,
-    executionId: string,
-    caller: RemoteCaller,
-    step: {
-      stepKey: string;
-      output: unknown;
-      status: "completed" | "failed";
-      error: SerializedError | null;
-      seq?: number;
-      kind?: StepKind;
-      attempts?: number;
-      startedAt?: Date;
-    },
-  ) {
+  async saveStep(projectId: string, executionId: string, caller: RemoteCaller, step: StepWrite) {
     const { execution, claim } = await this.identify(projectId, executionId, caller);
-    const startedAt = step.startedAt ?? new Date();
+    const write = await this.newStep(executionId, step);
     try {
-      const stored = await storeStep(this.deps.pool, executionId, claim ?? FENCED, {
-        stepKey: step.stepKey,
-        seq: step.seq ?? (await nextSeq(this.deps.prisma, executionId)),
-        kind: step.kind ?? "run",
-        status: step.status,
-        output: step.output,
-        error: step.error ?? undefined,
-        attempts: step.attempts ?? 1,
-        startedAt,
-      });
-      this.deps.metrics.stepFinished(stored.kind, Date.now() - startedAt.getTime());
+      const stored = await storeStep(this.deps.pool, executionId, claim ?? FENCED, write);
+      this.deps.metrics.stepFinished(stored.kind, Date.now() - write.startedAt.getTime());
       return stored;
     } catch (err) {
       if (err instanceof ExecutionAbortedError) throw notYours(execution);
@@ -151,13 +148,18 @@ export class RemoteRuns {
     return parked;
   }
 
-  /** Completes the run; `steps` are the spans of steps the worker ran and has not reported yet. */
+  /**
+   * Completes the run; `steps` are the spans of steps the worker ran and has not reported yet, and
+   * `lastStep` the run's last step result when the worker held it back (stored first, first write
+   * wins; a 409 with `details.reason` "step_superseded" when another worker's result won).
+   */
   async complete(
     projectId: string,
     executionId: string,
     caller: RemoteCaller,
     result: unknown,
     steps: StepRecord[] = [],
+    lastStep?: StepWrite,
   ) {
     const { execution, claim } = await this.identify(projectId, executionId, caller);
     // As a step's: an oversized result is refused and nothing is stored (the worker fails the run).
@@ -165,11 +167,42 @@ export class RemoteRuns {
     if (bytes > maxResultBytes()) {
       throw tooLarge(workflowResultTooLarge(execution.workflowId, bytes, maxResultBytes()));
     }
+    const held = lastStep ? await this.newStep(executionId, lastStep) : undefined;
+    if (held) {
+      const size = sizedJson(held.output).bytes;
+      if (size > maxResultBytes()) throw tooLarge(stepResultTooLarge(held.stepKey, size, maxResultBytes()));
+    }
     // The one-statement completion when the worker's spans cover every stored step (it checks).
     const fresh = claim ? { started: execution, steps, ran: steps.map((r) => r.stepKey) } : undefined;
-    const done = await this.executions.complete(executionId, claim ?? FENCED, result, { fresh });
-    if (!done) throw notYours(execution);
-    return done;
+    try {
+      const done = await this.executions.complete(executionId, claim ?? FENCED, result, {
+        fresh,
+        lastStep: held,
+      });
+      if (!done) throw notYours(execution);
+      if (held) this.deps.metrics.stepFinished(held.kind, Date.now() - held.startedAt.getTime());
+      return done;
+    } catch (err) {
+      if (err instanceof ExecutionAbortedError) throw notYours(execution);
+      if (err instanceof StepSupersededError) {
+        throw conflict(err.message, { reason: "step_superseded", step_key: held?.stepKey });
+      }
+      throw err;
+    }
+  }
+
+  /** A step result as a worker route took it, with the protocol's defaults filled in. */
+  private async newStep(executionId: string, step: StepWrite): Promise<NewStepResult> {
+    return {
+      stepKey: step.stepKey,
+      seq: step.seq ?? (await nextSeq(this.deps.prisma, executionId)),
+      kind: step.kind ?? "run",
+      status: step.status,
+      output: step.output,
+      error: step.error ?? undefined,
+      attempts: step.attempts ?? 1,
+      startedAt: step.startedAt ?? new Date(),
+    };
   }
 
   /** A failed attempt: the engine retries it while `retryable` and attempts are left. */

@@ -5,8 +5,10 @@ import {
   type Journal,
   type JournalStep,
   type JournalWait,
+  type NewStepResult,
   type NewWait,
   type StepRecord,
+  StepSupersededError,
 } from "../runtime/journal.js";
 import {
   formatBytes,
@@ -31,6 +33,15 @@ const toJournalStep = (s: WireStep): JournalStep => ({
 });
 
 const isRefusal = (err: unknown) => err instanceof ProtocolError && err.status === 409;
+/**
+ * Spool's 409 to a completion whose held-back last step lost to another worker's stored result: the
+ * step's key, else undefined.
+ */
+const supersededStep = (err: unknown): string | undefined => {
+  if (!isRefusal(err)) return undefined;
+  const details = (err as ProtocolError).details as { reason?: unknown; step_key?: unknown } | undefined;
+  return details?.reason === "step_superseded" ? String(details.step_key) : undefined;
+};
 const isTooLarge = (err: unknown): err is ProtocolError => err instanceof ProtocolError && err.status === 413;
 
 /**
@@ -50,6 +61,18 @@ function refusalMessage(what: string, value: unknown, err: ProtocolError, ownErr
   }
   return `${what} returned ${size}; Spool refused it as too large (${err.status} ${err.errorType}: ${err.message})`;
 }
+
+/** A step result as `POST …/steps` (and `last_step` of `…/complete`) take it. */
+const toWireWrite = (step: NewStepResult) => ({
+  step_key: step.stepKey,
+  outputs: step.output ?? null,
+  success: step.status === "completed",
+  error: step.error ?? null,
+  seq: step.seq,
+  kind: step.kind,
+  attempts: step.attempts,
+  started_at: step.startedAt.toISOString(),
+});
 
 /** A step this worker ran, as the worker routes take its span. */
 const toStepSpan = (r: StepRecord) => ({
@@ -90,10 +113,14 @@ export function createHttpHost(o: {
       await call("POST", `${run}${path}`, body);
       return true;
     } catch (err) {
+      const superseded = supersededStep(err);
+      if (superseded !== undefined) throw new StepSupersededError(superseded);
       if (isRefusal(err)) return false;
       throw err;
     }
   };
+  // The push's journal serves the first replay; a replay after a superseded step reads it again.
+  let pushedJournal = push.spool_journal;
 
   const stream = createBatcher<{ eventType: string; data: Record<string, unknown> }>(
     FLUSH_MS,
@@ -128,7 +155,8 @@ export function createHttpHost(o: {
     }),
     async journal(): Promise<Journal> {
       // The push carries it when Spool read it with the start: one request less per run.
-      const j = push.spool_journal ?? (await call<WireJournal>("GET", `${run}/steps`));
+      const j = pushedJournal ?? (await call<WireJournal>("GET", `${run}/steps`));
+      pushedJournal = undefined;
       return {
         steps: new Map(j.steps.map((s) => [s.step_key, toJournalStep(s)])),
         waits: new Map(
@@ -140,16 +168,11 @@ export function createHttpHost(o: {
         async saveStep(step) {
           if (o.cancelled()) throw new ExecutionAbortedError("execution was cancelled");
           try {
-            const { step: stored } = await call<{ step: WireStep }>("POST", `${run}/steps`, {
-              step_key: step.stepKey,
-              outputs: step.output ?? null,
-              success: step.status === "completed",
-              error: step.error ?? null,
-              seq: step.seq,
-              kind: step.kind,
-              attempts: step.attempts,
-              started_at: step.startedAt.toISOString(),
-            });
+            const { step: stored } = await call<{ step: WireStep }>(
+              "POST",
+              `${run}/steps`,
+              toWireWrite(step),
+            );
             return toJournalStep(stored);
           } catch (err) {
             if (isRefusal(err)) throw new ExecutionAbortedError((err as Error).message);
@@ -166,6 +189,8 @@ export function createHttpHost(o: {
           const { sequence } = await call<{ sequence: number }>("GET", `${run}/event-cursor`);
           return BigInt(sequence);
         },
+        // Known when Spool sent it: results are then checked here, and the last step may be held back.
+        maxResultBytes: push.spool_max_result_bytes,
       };
     },
     publish: (event) => {
@@ -175,7 +200,9 @@ export function createHttpHost(o: {
     },
     recordStep: (record) => void spans.add(record),
     flush,
-    async complete(result) {
+    // A Spool that sends the result limit takes `last_step` with the completion.
+    storesLastStep: push.spool_max_result_bytes !== undefined,
+    async complete(result, lastStep) {
       // The spans still buffered go with the completion: one call, and Spool writes them with it.
       await stream.flush();
       const { items, written } = await spans.take();
@@ -188,6 +215,7 @@ export function createHttpHost(o: {
           result,
           worker_id: o.workerId(),
           ...(items.length > 0 ? { step_spans: items.map(toStepSpan) } : {}),
+          ...(lastStep ? { last_step: toWireWrite(lastStep) } : {}),
         });
       } catch (err) {
         // Refused as too large (processRun then fails the run); the spans still go, on their own. If
@@ -201,7 +229,11 @@ export function createHttpHost(o: {
         }
         if (items.length === 0 || refusedAs(err, "WorkflowResultTooLargeError")) throw tooLarge(err);
         try {
-          return await settle("/complete", { result, worker_id: o.workerId() });
+          return await settle("/complete", {
+            result,
+            worker_id: o.workerId(),
+            ...(lastStep ? { last_step: toWireWrite(lastStep) } : {}),
+          });
         } catch (again) {
           throw isTooLarge(again) ? tooLarge(again) : again;
         }

@@ -37,6 +37,12 @@ export interface PushRequest {
    * read it back. Absent when the dispatcher did not read it with the start.
    */
   spool_journal?: WireJournal;
+  /**
+   * Spool: the most bytes of JSON a step or run result may take (SPOOL_MAX_STEP_RESULT_BYTES). A
+   * worker that knows it checks results itself, and may send the run's last step result with its
+   * completion (`last_step` of `…/complete`) instead of storing it on its own.
+   */
+  spool_max_result_bytes?: number;
 }
 
 /** A stored step as the worker routes carry it (the protocol's fields, then Spool's). */

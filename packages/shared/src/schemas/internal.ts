@@ -170,6 +170,10 @@ export const CompleteBody = z
     final_state: JsonValue.optional(),
     // Spool: the spans of the steps still unreported, written with the completion (no extra call).
     step_spans: z.array(StepSpanInput).max(1000).optional(),
+    // Spool: the run's last step result, not stored yet: stored first (first write wins), then the run
+    // completes, in one round trip. 409 with details.reason "step_superseded" when another worker's
+    // result for that step was stored first: the worker replays the run from its journal.
+    last_step: SaveStepBody.extend({ success: z.literal(true).default(true) }).optional(),
   })
   .openapi("CompleteExecutionBody");
 
