@@ -158,6 +158,16 @@ describe("a remote worker with nothing but the API (createWorker, push protocol)
     expect(countEffects(execution_id, "too-big", effectsFile)).toBe(1);
   });
 
+  it("a last step another worker stored first wins: the run is replayed with it, and its step not run again", async () => {
+    const { execution_id } = await sys.client.run("r-contested-last", {});
+    expect(await finished(execution_id)).toMatchObject({ status: "completed", result: "last was theirs" });
+    expect(await stepsOf(execution_id)).toEqual([["last", "completed", "theirs"]]);
+    expect(countEffects(execution_id, "last", effectsFile)).toBe(1);
+    await remote.waitFor(
+      (l) => l.execution_id === execution_id && String(l.msg).includes("replaying from the journal"),
+    );
+  });
+
   it("cancelling a run in the middle of a step tells its worker, which stores nothing more", async () => {
     const { execution_id } = await sys.client.run("r-crashable", {});
     await eventually(async () =>

@@ -69,29 +69,25 @@ describe("the last step, stored with the completion", () => {
     const { receipt } = await env.engine.executions.run(env.projectId, { workflowId: "wf", input: {} });
     const id = receipt.execution_id;
     let lastRuns = 0;
-    let raced = false;
     const wf = workflow(async (ctx) => {
       const a = await ctx.step.run("a", () => "a");
-      const last = await ctx.step.run("last", () => {
+      const last = await ctx.step.run("last", async () => {
         lastRuns++;
-        return "mine";
-      });
-      if (!raced) {
-        // A worker that lost the run but was still running this step stores its result now,
-        // between this worker's step and its completion (a completed result is kept from anyone).
-        raced = true;
+        // A worker that lost the run but was still running this step stores its result while this
+        // one runs it too (a completed result is kept from anyone; that worker is then refused).
         const run = await env.prisma.execution.findUniqueOrThrow({ where: { id } });
         const stale = { dispatchSeq: run.dispatchSeq, lease: run.lease - 1 };
-        const late = { stepKey: "last", seq: 2, kind: "run" as const, status: "completed" as const };
+        const theirs = { stepKey: "last", seq: 2, kind: "run" as const, status: "completed" as const };
         await expect(
           storeStep(env.engine.pool, id, stale, {
-            ...late,
+            ...theirs,
             output: "theirs",
             attempts: 1,
             startedAt: new Date(),
           }),
         ).rejects.toThrow(ExecutionAbortedError);
-      }
+        return "mine";
+      });
       return `${a}+${last}`;
     });
 
