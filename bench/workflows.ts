@@ -9,7 +9,8 @@ export const benchQueue = defineQueue({ name: "bench", concurrencyLimit: null })
 const now = () => performance.timeOrigin + performance.now();
 
 /**
- * Three no-op steps: each one is a stored step result (one Postgres commit) and nothing else. Each
+ * Three no-op steps: each one is a stored step result and nothing else (the first two a Postgres
+ * commit each; the last is stored by the run's completion statement). Each
  * returns the moment its function ran, so the result holds the worker's own step-to-step gaps: the
  * time from one step's function returning to the next one's starting (storing the result and
  * moving on), measured in the worker rather than from millisecond timestamps.
