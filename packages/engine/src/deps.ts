@@ -3,7 +3,6 @@ import type { Logger } from "@spool/shared";
 import type { Redis } from "ioredis";
 import type { Dispatcher } from "./dispatch/dispatcher.js";
 import type { LaneLimits } from "./execution/lane-slots.js";
-import type { StepWrites } from "./execution/step-writes.js";
 import type { EngineMetrics } from "./metrics/metrics.js";
 import type { Traces } from "./traces/traces.js";
 
@@ -23,8 +22,6 @@ export interface EngineDeps {
   laneLimits: LaneLimits;
   /** Counts what happens to runs and steps (NO_METRICS unless the app exposes them). */
   metrics: EngineMetrics;
-  /** Step results of concurrent runs, written together under load (one commit for many). */
-  stepWrites: StepWrites;
 }
 
 /** Caps on what one project may hold (from the processes' configuration). */

@@ -6,7 +6,6 @@ import { Dispatcher } from "./dispatch/dispatcher.js";
 import { Events } from "./events/events.js";
 import { Executions } from "./execution/executions.js";
 import { LaneLimits } from "./execution/lane-slots.js";
-import { StepWrites } from "./execution/step-writes.js";
 import { type EngineMetrics, NO_METRICS } from "./metrics/metrics.js";
 import { Projects } from "./projects/projects.js";
 import { DEFAULT_MAX_QUEUES_PER_PROJECT } from "./registry/queue-cap.js";
@@ -86,7 +85,6 @@ export class Engine {
       limits: { maxQueuesPerProject: options.limits?.maxQueuesPerProject ?? DEFAULT_MAX_QUEUES_PER_PROJECT },
       laneLimits: new LaneLimits(options.prisma),
       metrics: this.metrics,
-      stepWrites: new StepWrites(options.pool),
     };
     this.projects = new Projects(options.prisma, options.adminKey);
     this.registry = new Registry(options.prisma, deps.limits);

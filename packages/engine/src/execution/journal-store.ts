@@ -9,14 +9,13 @@ import {
 } from "../runtime/journal.js";
 import { maxResultBytes, sizedJson, stepResultTooLarge } from "../runtime/result-size.js";
 import type { Claim } from "./claim.js";
-import type { StepWrites } from "./step-writes.js";
 
 /**
  * The Postgres-backed journal of one execution, as seen by the worker that runs it: from the rows its
  * start already read (one round trip for both), or read now.
  */
 export async function loadJournal(
-  db: { prisma: PrismaClient; stepWrites: StepWrites; pool: pg.Pool },
+  db: { prisma: PrismaClient; pool: pg.Pool },
   executionId: string,
   claim: Claim,
   loaded?: JournalRows,
@@ -31,7 +30,7 @@ export async function loadJournal(
         { stepKey: w.stepKey, seq: w.seq, kind: w.kind, wakeAt: w.wakeAt },
       ]),
     ),
-    saveStep: (step) => db.stepWrites.store(executionId, claim, step, limit),
+    saveStep: (step) => storeStep(db.pool, executionId, claim, step, limit),
     eventCursor: () => eventCursorOf(db.pool, executionId),
     maxResultBytes: limit,
   };
@@ -121,8 +120,15 @@ export async function storeStep(
   step: NewStepResult,
   maxBytes: number = maxResultBytes(),
 ): Promise<JournalStep> {
-  const write = stepWrite(executionId, claim, step, maxBytes);
-  const { rows } = await pool.query<StoredStepRow>({
+  const sized = step.output === undefined ? null : sizedJson(step.output);
+  if (sized && step.status === "completed" && sized.bytes > maxBytes) {
+    throw stepResultTooLarge(step.stepKey, sized.bytes, maxBytes);
+  }
+  const output = sized?.json ?? null;
+  const error = step.error === undefined ? null : JSON.stringify(step.error);
+  const { rows } = await pool.query<
+    Partial<StepRow> & { executionStatus: string; executionSeq: number; executionLease: number }
+  >({
     name: "spool_store_step",
     text: STORE_STEP,
     values: [
@@ -131,58 +137,15 @@ export async function storeStep(
       step.seq,
       step.kind,
       step.status,
-      write.output,
-      write.error,
+      output,
+      error,
       step.attempts,
       step.startedAt,
       claim.dispatchSeq,
       claim.lease,
     ],
   });
-  return storedStepOf(pool, write, rows[0]);
-}
-
-/** A step result ready to store: its JSON, checked against the limit (StepResultTooLargeError). */
-export interface StepWrite {
-  executionId: string;
-  claim: Claim;
-  step: NewStepResult;
-  output: string | null;
-  error: string | null;
-}
-
-export function stepWrite(
-  executionId: string,
-  claim: Claim,
-  step: NewStepResult,
-  maxBytes: number,
-): StepWrite {
-  const sized = step.output === undefined ? null : sizedJson(step.output);
-  if (sized && step.status === "completed" && sized.bytes > maxBytes) {
-    throw stepResultTooLarge(step.stepKey, sized.bytes, maxBytes);
-  }
-  const error = step.error === undefined ? null : JSON.stringify(step.error);
-  return { executionId, claim, step, output: sized?.json ?? null, error };
-}
-
-/** What a step write's statement answers: the row it wrote (none when a completed one won), and the run. */
-export type StoredStepRow = Partial<StepRow> & {
-  executionStatus: string | null;
-  executionSeq: number | null;
-  executionLease: number | null;
-};
-
-/**
- * The stored step a write's answer stands for, once the claim is checked (ExecutionAbortedError when
- * the run is not this claim's any more); the completed result that won is read when the write found
- * one.
- */
-export async function storedStepOf(
-  pool: pg.Pool,
-  write: StepWrite,
-  row: StoredStepRow | undefined,
-): Promise<JournalStep> {
-  const { claim } = write;
+  const row = rows[0];
   if (
     row?.executionStatus !== "running" ||
     row.executionSeq !== claim.dispatchSeq ||
@@ -198,7 +161,7 @@ export async function storedStepOf(
   const stored = await pool.query<StepRow>({
     name: "spool_read_step",
     text: READ_STEP,
-    values: [write.executionId, write.step.stepKey],
+    values: [executionId, step.stepKey],
   });
   return toJournalStep(stored.rows[0]!);
 }

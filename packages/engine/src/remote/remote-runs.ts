@@ -3,7 +3,7 @@ import { badRequest, conflict, isUuid, notFound, type SerializedError, SpoolErro
 import type { EngineDeps } from "../deps.js";
 import { type Claim, claimOf } from "../execution/claim.js";
 import type { Executions } from "../execution/executions.js";
-import { eventCursorOf } from "../execution/journal-store.js";
+import { eventCursorOf, storeStep } from "../execution/journal-store.js";
 import { nextSeq } from "../execution/next-seq.js";
 import {
   ExecutionAbortedError,
@@ -122,7 +122,7 @@ export class RemoteRuns {
     const { execution, claim } = await this.identify(projectId, executionId, caller);
     const write = await this.newStep(executionId, step);
     try {
-      const stored = await this.deps.stepWrites.store(executionId, claim ?? FENCED, write);
+      const stored = await storeStep(this.deps.pool, executionId, claim ?? FENCED, write);
       this.deps.metrics.stepFinished(stored.kind, Date.now() - write.startedAt.getTime());
       return stored;
     } catch (err) {
