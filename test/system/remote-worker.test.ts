@@ -168,6 +168,17 @@ describe("a remote worker with nothing but the API (createWorker, push protocol)
     );
   });
 
+  it("a last step and a result too large to send together are sent apart, and the run completes", async () => {
+    const { execution_id } = await sys.client.run("r-big-last", {});
+    const done = await finished(execution_id);
+    expect(done.status).toBe("completed");
+    expect((done.result as { length: number }).length).toBe(600 * 1024);
+    const steps = await sys.client.executions.steps(execution_id);
+    expect(steps.map((s) => [s.step_key, s.status, (s.output as string).length])).toEqual([
+      ["big", "completed", 600 * 1024],
+    ]);
+  });
+
   it("cancelling a run in the middle of a step tells its worker, which stores nothing more", async () => {
     const { execution_id } = await sys.client.run("r-crashable", {});
     await eventually(async () =>

@@ -131,9 +131,20 @@ describe("the worker protocol, spoken by a raw HTTP worker", () => {
           const { contested } = ctx.push.payload as { contested: boolean };
           await ctx.saveStep("a", 1);
           if (contested) await ctx.saveStep("b", "theirs");
+          const now = new Date().toISOString();
+          const span = (key: string) => ({
+            step_key: key,
+            kind: "run",
+            status: "completed",
+            attempts: 1,
+            started_at: now,
+            ended_at: now,
+          });
           const res = await ctx.call("POST", `/internal/executions/${ctx.push.execution_id}/complete`, {
             result: "b was mine",
             worker_id: ctx.push.worker_id,
+            // The spans of every step it ran: Spool completes in one statement when they cover them.
+            step_spans: [span("a"), span("b")],
             last_step: { step_key: "b", outputs: "mine" },
           });
           lastStepAnswers.set(ctx.push.execution_id, { status: res.status, body: await res.json() });
@@ -378,8 +389,10 @@ describe("the worker protocol, spoken by a raw HTTP worker", () => {
         { payload: { contested } },
       );
       const done = await sys.client.executions.waitForResult(execution_id, { timeoutMs: 30_000 });
-      const steps = (await sys.client.executions.steps(execution_id)).map((s) => [s.step_key, s.output]);
-      return { done, steps, answer: lastStepAnswers.get(execution_id) };
+      const stored = await sys.client.executions.steps(execution_id);
+      // The worker notes the answer once it has read it, which may be after the run completed.
+      const answer = await eventually(async () => lastStepAnswers.get(execution_id), 20_000, "answer");
+      return { done, stored, steps: stored.map((s) => [s.step_key, s.output]), answer };
     };
 
     const plain = await run(false);
@@ -389,6 +402,8 @@ describe("the worker protocol, spoken by a raw HTTP worker", () => {
       ["a", 1],
       ["b", "mine"],
     ]);
+    // Stored by the completion's own statement: the step's completed_at is the run's.
+    expect(plain.stored.find((s) => s.step_key === "b")?.completed_at).toBe(plain.done.completed_at);
 
     const contested = await run(true);
     expect(contested.answer).toEqual({

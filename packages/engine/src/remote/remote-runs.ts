@@ -167,10 +167,13 @@ export class RemoteRuns {
     if (bytes > maxResultBytes()) {
       throw tooLarge(workflowResultTooLarge(execution.workflowId, bytes, maxResultBytes()));
     }
-    const held = lastStep ? await this.newStep(executionId, lastStep) : undefined;
+    // A completed step: an error sent with it is not stored (as the one-statement path does not).
+    const held = lastStep ? await this.newStep(executionId, { ...lastStep, error: null }) : undefined;
     if (held) {
       const size = sizedJson(held.output).bytes;
-      if (size > maxResultBytes()) throw tooLarge(stepResultTooLarge(held.stepKey, size, maxResultBytes()));
+      if (size > maxResultBytes()) {
+        throw tooLarge(stepResultTooLarge(held.stepKey, size, maxResultBytes()), held.stepKey);
+      }
     }
     // The one-statement completion when the worker's spans cover every stored step (it checks).
     const fresh = claim ? { started: execution, steps, ran: steps.map((r) => r.stepKey) } : undefined;

@@ -1,4 +1,4 @@
-import { type PushRequest, runTopic, type WireJournal, type WireStep } from "@spool/shared";
+import { type PushRequest, runTopic, serializeError, type WireJournal, type WireStep } from "@spool/shared";
 import { createBatcher } from "../agents/batcher.js";
 import {
   ExecutionAbortedError,
@@ -9,6 +9,7 @@ import {
   type NewWait,
   type StepRecord,
   StepSupersededError,
+  storedAsWritten,
 } from "../runtime/journal.js";
 import {
   formatBytes,
@@ -16,6 +17,7 @@ import {
   sizedJson,
   WorkflowResultTooLargeError,
 } from "../runtime/result-size.js";
+import { withStepKey } from "../runtime/step-errors.js";
 import { type ProtocolClient, ProtocolError } from "./protocol-client.js";
 import type { RunHost } from "./run-host.js";
 
@@ -121,6 +123,37 @@ export function createHttpHost(o: {
   };
   // The push's journal serves the first replay; a replay after a superseded step reads it again.
   let pushedJournal = push.spool_journal;
+  const saveStep = async (step: NewStepResult): Promise<JournalStep> => {
+    if (o.cancelled()) throw new ExecutionAbortedError("execution was cancelled");
+    try {
+      const { step: stored } = await call<{ step: WireStep }>("POST", `${run}/steps`, toWireWrite(step));
+      return toJournalStep(stored);
+    } catch (err) {
+      if (isRefusal(err)) throw new ExecutionAbortedError((err as Error).message);
+      // Nothing was stored: the replay fails the step with it, as an in-cluster worker's would.
+      if (isTooLarge(err) && step.status === "completed") {
+        throw new StepResultTooLargeError(
+          refusalMessage(`step '${step.stepKey}'`, step.output, err, "StepResultTooLargeError"),
+        );
+      }
+      throw err;
+    }
+  };
+  /**
+   * The held-back last step on its own (its completion was refused as too large): stored as the
+   * replay would have, or as failed when it is the result refused (the run then fails with it).
+   */
+  const saveLastStep = async (step: NewStepResult): Promise<void> => {
+    let stored: JournalStep;
+    try {
+      stored = await saveStep(step);
+    } catch (err) {
+      if (!(err instanceof StepResultTooLargeError)) throw err;
+      await saveStep({ ...step, status: "failed", output: undefined, error: serializeError(err) });
+      throw withStepKey(err, step.stepKey);
+    }
+    if (!storedAsWritten(stored, step)) throw new StepSupersededError(step.stepKey);
+  };
 
   const stream = createBatcher<{ eventType: string; data: Record<string, unknown> }>(
     FLUSH_MS,
@@ -165,26 +198,7 @@ export function createHttpHost(o: {
             { stepKey: w.step_key, seq: w.seq, kind: w.kind, wakeAt: w.wake_at ? new Date(w.wake_at) : null },
           ]),
         ),
-        async saveStep(step) {
-          if (o.cancelled()) throw new ExecutionAbortedError("execution was cancelled");
-          try {
-            const { step: stored } = await call<{ step: WireStep }>(
-              "POST",
-              `${run}/steps`,
-              toWireWrite(step),
-            );
-            return toJournalStep(stored);
-          } catch (err) {
-            if (isRefusal(err)) throw new ExecutionAbortedError((err as Error).message);
-            // Nothing was stored: the replay fails the step with it, as an in-cluster worker's would.
-            if (isTooLarge(err) && step.status === "completed") {
-              throw new StepResultTooLargeError(
-                refusalMessage(`step '${step.stepKey}'`, step.output, err, "StepResultTooLargeError"),
-              );
-            }
-            throw err;
-          }
-        },
+        saveStep,
         async eventCursor() {
           const { sequence } = await call<{ sequence: number }>("GET", `${run}/event-cursor`);
           return BigInt(sequence);
@@ -218,22 +232,21 @@ export function createHttpHost(o: {
           ...(lastStep ? { last_step: toWireWrite(lastStep) } : {}),
         });
       } catch (err) {
-        // Refused as too large (processRun then fails the run); the spans still go, on their own. If
-        // the body limit refused it, the spans may be what made it too large: the result goes again
-        // without them.
+        // Refused as too large (processRun then fails the run); the spans and the held-back last
+        // step still go, on their own. If the body limit refused it, they may be what made it too
+        // large: the result goes again without them.
         if (!isTooLarge(err)) throw err;
         if (items.length > 0) {
           await call("POST", `${run}/step-spans`, { steps: items.map(toStepSpan) }).catch((e) =>
             o.onError(e, "span write failed"),
           );
         }
-        if (items.length === 0 || refusedAs(err, "WorkflowResultTooLargeError")) throw tooLarge(err);
+        if (lastStep) await saveLastStep(lastStep);
+        if ((items.length === 0 && !lastStep) || refusedAs(err, "WorkflowResultTooLargeError")) {
+          throw tooLarge(err);
+        }
         try {
-          return await settle("/complete", {
-            result,
-            worker_id: o.workerId(),
-            ...(lastStep ? { last_step: toWireWrite(lastStep) } : {}),
-          });
+          return await settle("/complete", { result, worker_id: o.workerId() });
         } catch (again) {
           throw isTooLarge(again) ? tooLarge(again) : again;
         }

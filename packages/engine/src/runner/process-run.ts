@@ -1,7 +1,8 @@
 import { serializeError, type WorkflowDefinition } from "@spool/shared";
 import { ExecutionAbortedError, type ReplayOutcome, StepSupersededError } from "../runtime/journal.js";
 import { replay } from "../runtime/replay.js";
-import { WorkflowResultTooLargeError } from "../runtime/result-size.js";
+import { isResultTooLarge } from "../runtime/result-size.js";
+import { stepKeyOf } from "../runtime/step-errors.js";
 import type { RunHost, RunnerLogger } from "./run-host.js";
 
 /** What became of a job, for the worker's log and the queue's job record. */
@@ -53,9 +54,10 @@ export async function processRun(args: {
           } catch (err) {
             if (err instanceof StepSupersededError) return "superseded";
             if (err instanceof ExecutionAbortedError) return settle({ type: "aborted", reason: err.message });
-            // The host refused the result as too large (nothing stored): the run fails with that, for good.
-            if (!(err instanceof WorkflowResultTooLargeError)) throw err;
-            return fail({ type: "failed", error: serializeError(err), retryable: false });
+            // The host refused the result (or the held-back last step's) as too large: the run fails
+            // with that, for good.
+            if (!isResultTooLarge(err)) throw err;
+            return fail({ type: "failed", error: serializeError(err, stepKeyOf(err)), retryable: false });
           }
           return "completed";
         case "failed":

@@ -7,6 +7,7 @@ import {
 import { describe, expect, it } from "vitest";
 import type { Journal, JournalStep, JournalWait, NewStepResult } from "./journal.js";
 import { replay } from "./replay.js";
+import { StepResultTooLargeError } from "./result-size.js";
 
 /** An in-memory journal: stored steps in, every write recorded. */
 function memoryJournal(steps: JournalStep[] = [], waits: JournalWait[] = []) {
@@ -498,18 +499,44 @@ describe("holding the last write back (holdLastWrite)", () => {
   it("writes at once while another step runs (a long sibling must not leave it unstored)", async () => {
     const { journal, writes } = memoryJournal();
     let release = () => {};
-    let storedBeforeRelease: string[] = [];
+    let storedWhenItReturned: string[] = [];
     const wf = workflow(async (ctx) => {
       const slow = ctx.step.run("slow", () => new Promise<number>((r) => (release = () => r(2))));
       const fast = await ctx.step.run("fast", () => 1);
-      await new Promise((r) => setImmediate(r));
-      storedBeforeRelease = writes.map((w) => w.stepKey);
+      storedWhenItReturned = writes.map((w) => w.stepKey);
       release();
       return fast + (await slow);
     });
     const outcome = await holding(wf, journal, null);
-    expect(storedBeforeRelease).toEqual(["fast"]);
+    expect(storedWhenItReturned).toEqual(["fast"]);
     expect(outcome).toMatchObject({ type: "completed", result: 3, lastStep: { stepKey: "slow" } });
+  });
+
+  it("a held step the store refuses as too large is stored as failed, and the run fails for good", async () => {
+    const { journal, writes } = memoryJournal();
+    const refusing: Journal = {
+      ...journal,
+      async saveStep(step) {
+        if (step.stepKey === "big" && step.status === "completed") {
+          throw new StepResultTooLargeError(
+            "step 'big' returned 2 MiB of JSON; Spool refused it as too large",
+          );
+        }
+        return journal.saveStep(step);
+      },
+    };
+    let ranAfter = 0;
+    const wf = workflow(async (ctx) => {
+      await ctx.step.run("big", () => "x");
+      await ctx.step.run("after", () => ++ranAfter);
+    });
+    expect(await holding(wf, refusing, null)).toMatchObject({
+      type: "failed",
+      retryable: false,
+      error: { name: "StepResultTooLargeError", step_key: "big" },
+    });
+    expect(ranAfter).toBe(0);
+    expect(writes.map((w) => [w.stepKey, w.status])).toEqual([["big", "failed"]]);
   });
 
   it("a held step that lost to another worker's stored result supersedes the replay", async () => {

@@ -103,6 +103,8 @@ class Replay<I, O> {
   private held: NewStepResult | null = null;
   private heldWrite: Promise<void> | undefined;
   private superseded: string | null = null;
+  /** The store refused a held-back result as too large, after the workflow went on: the run fails. */
+  private heldRefused: unknown;
 
   constructor(private readonly o: ReplayOptions<I, O>) {
     const seqs = [...o.journal.steps.values(), ...o.journal.waits.values()].map((s) => s.seq);
@@ -142,6 +144,14 @@ class Replay<I, O> {
     if (this.infrastructureError !== undefined) throw this.infrastructureError;
     if (this.superseded !== null) return { type: "superseded", reason: this.superseded };
     if (this.abortReason !== null) return { type: "aborted", reason: this.abortReason };
+    if (this.heldRefused !== undefined) {
+      // It cannot get smaller by running again.
+      return {
+        type: "failed",
+        error: serializeError(this.heldRefused, stepKeyOf(this.heldRefused)),
+        retryable: false,
+      };
+    }
     if (first === "blocked") return { type: "blocked", waits: this.waits };
     if (first === "halted") throw new Error("unreachable: a halt sets an abort reason or an error");
     if (first.ok) return this.completed(first.value, lastStep);
@@ -404,7 +414,12 @@ class Replay<I, O> {
   }
 
   private halted(): boolean {
-    return this.abortReason !== null || this.infrastructureError !== undefined || this.superseded !== null;
+    return (
+      this.abortReason !== null ||
+      this.infrastructureError !== undefined ||
+      this.superseded !== null ||
+      this.heldRefused !== undefined
+    );
   }
 
   /** Holds a completed step's write back (holdLastWrite); the event loop's next turn stores it at the latest. */
@@ -424,7 +439,9 @@ class Replay<I, O> {
    * Stores the held-back step, if any, and resolves once that write (or one already started)
    * landed. Counts as a running step meanwhile, so the run cannot look blocked before it lands. A
    * failed write halts the replay as any failed save does; a stored result that is not the one the
-   * workflow went on with supersedes this replay.
+   * workflow went on with supersedes this replay. A result the store refuses as too large (a remote
+   * worker's, when Spool's limits are tighter than it was told) can no longer fail the step in the
+   * workflow, which went on: the step is stored as failed and the run fails with it.
    */
   private writeHeld(): Promise<void> {
     const step = this.takeHeld();
@@ -437,7 +454,20 @@ class Replay<I, O> {
             this.superseded ??= new StepSupersededError(step.stepKey).message;
             this.onHalted?.();
           },
-          () => {}, // save() halted the replay with it
+          async (err) => {
+            if (!(err instanceof StepResultTooLargeError)) return; // save() halted the replay with it
+            const refused = withStepKey(err, step.stepKey);
+            this.heldRefused ??= refused;
+            this.onHalted?.();
+            await this.save({
+              ...step,
+              status: "failed",
+              output: undefined,
+              error: serializeError(err),
+            }).catch(
+              () => {}, // halted by save()
+            );
+          },
         )
         .finally(() => this.settled());
     }

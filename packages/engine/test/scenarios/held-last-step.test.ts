@@ -56,6 +56,9 @@ describe("the last step, stored with the completion", () => {
     ]);
     const run = await env.prisma.execution.findUniqueOrThrow({ where: { id } });
     expect([run.status, run.result]).toEqual(["completed", { c: 3 }]);
+    // Stored by the completion's own statement: the step's completed_at is the run's.
+    const c = await env.prisma.stepResult.findFirstOrThrow({ where: { executionId: id, stepKey: "c" } });
+    expect(c.completedAt?.getTime()).toBe(run.completedAt?.getTime());
     const spans = await env.prisma.span.findMany({ where: { executionId: id, spanType: "step" } });
     expect(spans.map((s) => [s.name, s.status]).sort()).toEqual([
       ["a", "completed"],
