@@ -1,4 +1,5 @@
-import { useId } from "react";
+import { useId, useState } from "react";
+import { parseJsonObject } from "../format";
 
 interface Props {
   label: string;
@@ -43,4 +44,19 @@ export function JsonEditor({ label, value, onChange, invalid, hint, rows = 6, id
       ) : null}
     </div>
   );
+}
+
+/**
+ * The text of a JSON-object editor and why it was refused. `parse` answers the object, or shows why
+ * the text is not one and answers undefined; `refuse` shows another reason (a form's own check).
+ */
+export function useJsonObjectField(initial: string, what: string) {
+  const [text, setText] = useState(initial);
+  const [invalid, setInvalid] = useState<string | null>(null);
+  const parse = (): Record<string, unknown> | undefined => {
+    const parsed = parseJsonObject(text, what);
+    setInvalid(parsed.ok ? null : parsed.message);
+    return parsed.ok ? parsed.value : undefined;
+  };
+  return { editor: { value: text, onChange: setText, invalid }, parse, refuse: setInvalid };
 }

@@ -1,9 +1,8 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useEffect, useState } from "react";
 import { request } from "../api";
-import { parseJsonObject } from "../format";
 import { ErrorMessage } from "./error-message";
-import { JsonEditor } from "./json-editor";
+import { JsonEditor, useJsonObjectField } from "./json-editor";
 
 interface Published {
   sequence_ids: number[];
@@ -14,8 +13,7 @@ export function PublishForm({ topic: shownTopic }: { topic: string }) {
   const queryClient = useQueryClient();
   const [topic, setTopic] = useState(shownTopic);
   const [eventType, setEventType] = useState("");
-  const [data, setData] = useState("{}");
-  const [invalid, setInvalid] = useState<string | null>(null);
+  const data = useJsonObjectField("{}", "The data");
   useEffect(() => setTopic(shownTopic), [shownTopic]);
 
   const publish = useMutation({
@@ -26,13 +24,9 @@ export function PublishForm({ topic: shownTopic }: { topic: string }) {
 
   const submit = (e: FormEvent) => {
     e.preventDefault();
-    const parsed = parseJsonObject(data, "The data");
-    if (!parsed.ok) {
-      setInvalid(parsed.message);
-      return;
-    }
-    setInvalid(null);
-    publish.mutate({ topic: topic.trim(), event_type: eventType.trim() || undefined, data: parsed.value });
+    const value = data.parse();
+    if (value)
+      publish.mutate({ topic: topic.trim(), event_type: eventType.trim() || undefined, data: value });
   };
 
   return (
@@ -47,14 +41,7 @@ export function PublishForm({ topic: shownTopic }: { topic: string }) {
           <label htmlFor="publish-type">Event type (optional)</label>
           <input id="publish-type" value={eventType} onChange={(e) => setEventType(e.target.value)} />
         </div>
-        <JsonEditor
-          id="publish-data"
-          label="Data (JSON object)"
-          value={data}
-          onChange={setData}
-          invalid={invalid}
-          rows={4}
-        />
+        <JsonEditor id="publish-data" label="Data (JSON object)" {...data.editor} rows={4} />
         <ErrorMessage error={publish.error} />
         {publish.isSuccess ? (
           <p className="success" role="status">

@@ -1,10 +1,9 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { request } from "../api";
-import { parseJsonObject } from "../format";
 import type { Execution } from "../types";
 import { ErrorMessage } from "./error-message";
-import { JsonEditor } from "./json-editor";
+import { JsonEditor, useJsonObjectField } from "./json-editor";
 import { JsonView } from "./json-view";
 
 /** What a tool with approval "always" shows while it waits (packages/engine/src/runtime/tool-step.ts). */
@@ -87,17 +86,11 @@ function ToolApprovalForm({ run, request: call }: { run: Execution; request: Too
 
 function GenericResumeForm({ run }: { run: Execution }) {
   const resume = useResume(run);
-  const [text, setText] = useState("{\n  \n}");
-  const [invalid, setInvalid] = useState<string | null>(null);
+  const data = useJsonObjectField("{\n  \n}", "The resume data");
   const submit = (e: FormEvent) => {
     e.preventDefault();
-    const parsed = parseJsonObject(text, "The resume data");
-    if (!parsed.ok) {
-      setInvalid(parsed.message);
-      return;
-    }
-    setInvalid(null);
-    resume.mutate(parsed.value);
+    const value = data.parse();
+    if (value) resume.mutate(value);
   };
   return (
     <form onSubmit={submit}>
@@ -115,9 +108,7 @@ function GenericResumeForm({ run }: { run: Execution }) {
       <JsonEditor
         id="resume-data"
         label="Resume data (JSON object)"
-        value={text}
-        onChange={setText}
-        invalid={invalid}
+        {...data.editor}
         rows={4}
         hint={'The suspended step returns this object, e.g. {"approved": true}.'}
       />

@@ -1,11 +1,10 @@
 import { useMutation } from "@tanstack/react-query";
 import { useNavigate } from "@tanstack/react-router";
-import { type FormEvent, useState } from "react";
+import type { FormEvent } from "react";
 import { request } from "../api";
-import { parseJsonObject } from "../format";
 import type { Workflow } from "../types";
 import { ErrorMessage } from "./error-message";
-import { JsonEditor } from "./json-editor";
+import { JsonEditor, useJsonObjectField } from "./json-editor";
 
 interface Props {
   workflows: Workflow[];
@@ -16,8 +15,7 @@ interface Props {
 /** Starts a run. The JSON is checked here first; what the API refuses is shown as it says it. */
 export function RunWorkflowForm({ workflows, selected, onSelect }: Props) {
   const navigate = useNavigate();
-  const [input, setInput] = useState("{}");
-  const [invalid, setInvalid] = useState<string | null>(null);
+  const input = useJsonObjectField("{}", "The input");
   const run = useMutation({
     mutationFn: (v: { workflowId: string; input: Record<string, unknown> }) =>
       request<{ execution_id: string }>("POST", `/workflows/${encodeURIComponent(v.workflowId)}/run`, {
@@ -30,16 +28,11 @@ export function RunWorkflowForm({ workflows, selected, onSelect }: Props) {
   const submit = (e: FormEvent) => {
     e.preventDefault();
     if (!selected) {
-      setInvalid("Choose a workflow to run.");
+      input.refuse("Choose a workflow to run.");
       return;
     }
-    const parsed = parseJsonObject(input, "The input");
-    if (!parsed.ok) {
-      setInvalid(parsed.message);
-      return;
-    }
-    setInvalid(null);
-    run.mutate({ workflowId: selected, input: parsed.value });
+    const value = input.parse();
+    if (value) run.mutate({ workflowId: selected, input: value });
   };
 
   return (
@@ -60,9 +53,7 @@ export function RunWorkflowForm({ workflows, selected, onSelect }: Props) {
         <JsonEditor
           id="run-input"
           label="Input (JSON object)"
-          value={input}
-          onChange={setInput}
-          invalid={invalid}
+          {...input.editor}
           rows={5}
           hint={'An agent takes {"message": "..."}.'}
         />

@@ -55,24 +55,18 @@ export function RunsPage() {
             ))}
           </select>
         </div>
-        <div className="field">
-          <label htmlFor="filter-after">Created after</label>
-          <input
-            id="filter-after"
-            type="datetime-local"
-            value={toLocalInput(search.created_after)}
-            onChange={(e) => setFilter({ created_after: toInstant(e.target.value) })}
-          />
-        </div>
-        <div className="field">
-          <label htmlFor="filter-before">Created before</label>
-          <input
-            id="filter-before"
-            type="datetime-local"
-            value={toLocalInput(search.created_before)}
-            onChange={(e) => setFilter({ created_before: toInstant(e.target.value) })}
-          />
-        </div>
+        <InstantFilter
+          id="filter-after"
+          label="Created after"
+          value={search.created_after}
+          onChange={(created_after) => setFilter({ created_after })}
+        />
+        <InstantFilter
+          id="filter-before"
+          label="Created before"
+          value={search.created_before}
+          onChange={(created_before) => setFilter({ created_before })}
+        />
         {search.parent_execution_id ? (
           <p className="filter-note">
             Child runs of{" "}
@@ -237,5 +231,25 @@ function RunsTable({ search }: { search: RunsSearch }) {
         </button>
       </nav>
     </section>
+  );
+}
+
+/** A point in time to filter on, typed in local time and kept as an instant. */
+function InstantFilter(p: {
+  id: string;
+  label: string;
+  value: string | undefined;
+  onChange: (instant: string | undefined) => void;
+}) {
+  return (
+    <div className="field">
+      <label htmlFor={p.id}>{p.label}</label>
+      <input
+        id={p.id}
+        type="datetime-local"
+        value={toLocalInput(p.value)}
+        onChange={(e) => p.onChange(toInstant(e.target.value))}
+      />
+    </div>
   );
 }
