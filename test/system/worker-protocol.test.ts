@@ -666,20 +666,26 @@ describe("the worker protocol, spoken by a raw HTTP worker", () => {
         payload: {},
       },
     );
-    await worker.nextPush((p) => p.body.execution_id === execution_id);
+    const push = await worker.nextPush((p) => p.body.execution_id === execution_id);
     const otherProject = await sys.engine.projects.create({ name: "other" });
     const other = {
       projectId: otherProject.id,
       key: (await sys.engine.projects.createApiKey(otherProject.id, "k")).key,
     };
-    const asOther = await fetch(`${sys.apiUrl}/internal/executions/${execution_id}/steps`, {
-      headers: {
-        authorization: `Bearer ${other.key}`,
-        "x-project-id": other.projectId,
-        "content-type": "application/json",
-      },
-    });
-    expect(asOther.status).toBe(404);
+    const asOther = (method: string, body?: unknown) =>
+      fetch(`${sys.apiUrl}/internal/executions/${execution_id}/steps`, {
+        method,
+        headers: {
+          authorization: `Bearer ${other.key}`,
+          "x-project-id": other.projectId,
+          "content-type": "application/json",
+          // Even with the push's own claim: the run is not the other project's.
+          "x-spool-claim": String(push.body.spool_claim),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    expect((await asOther("GET")).status).toBe(404);
+    expect((await asOther("POST", { step_key: "x", outputs: 1, success: true })).status).toBe(404);
     // A caller that does not say which worker it is gets 400.
     const anonymous = await worker.call("GET", `/internal/executions/${execution_id}/steps`, undefined, "");
     expect(anonymous.status).toBe(400);

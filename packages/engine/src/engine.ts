@@ -8,6 +8,7 @@ import { Executions } from "./execution/executions.js";
 import { LaneLimits } from "./execution/lane-slots.js";
 import { type EngineMetrics, NO_METRICS } from "./metrics/metrics.js";
 import { Projects } from "./projects/projects.js";
+import { PushedRuns } from "./push/pushed-runs.js";
 import { DEFAULT_MAX_QUEUES_PER_PROJECT } from "./registry/queue-cap.js";
 import { Registry } from "./registry/registry.js";
 import { RemoteRuns } from "./remote/remote-runs.js";
@@ -65,6 +66,8 @@ export class Engine {
   readonly scheduleFiring: ScheduleFiring;
   /** The engine's side of the remote worker protocol (/internal routes). */
   readonly remote: RemoteRuns;
+  /** Runs this process's push dispatcher holds, as started (the worker routes' shortcut). */
+  readonly pushedRuns = new PushedRuns();
   readonly sessions: SessionMemories;
 
   constructor(options: EngineOptions) {
@@ -97,7 +100,7 @@ export class Engine {
     this.triggerFiring = new TriggerFiring(deps);
     this.schedules = new Schedules(options.prisma, clock);
     this.scheduleFiring = new ScheduleFiring(deps, clock);
-    this.remote = new RemoteRuns(deps, this.executions);
+    this.remote = new RemoteRuns(deps, this.executions, this.pushedRuns);
     this.sessions = new SessionMemories(options.prisma);
   }
 

@@ -302,7 +302,20 @@ export class Executions {
    * Resolves once the run is no longer running under `lease` (it settled, was handed back, or
    * started again elsewhere), or after `timeoutMs` with the run as it stands.
    */
-  untilLeaves(executionId: string, lease: number, timeoutMs: number) {
+  untilLeaves(
+    executionId: string,
+    lease: number,
+    timeoutMs: number,
+    o: {
+      /**
+       * The run as its start just left it: watched from here without reading it. A transition
+       * announced between that start and this call is seen at the watcher's next re-check.
+       */
+      started?: Execution;
+      signal?: AbortSignal;
+    } = {},
+  ) {
+    const { started } = o;
     return this.watcher.wait(
       executionId,
       async () => {
@@ -311,7 +324,13 @@ export class Executions {
         return row;
       },
       timeoutMs,
-      { done: (e) => e.status !== "running" || e.lease !== lease },
+      {
+        done: (e) => e.status !== "running" || e.lease !== lease,
+        // A finished run's announced row is the committed one.
+        fromAnnounced: (row) => row,
+        first: started && (async () => started),
+        signal: o.signal,
+      },
     );
   }
 

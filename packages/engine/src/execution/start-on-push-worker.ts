@@ -1,6 +1,6 @@
 import { type Execution, Prisma, type PrismaClient, type pg, type Worker } from "@spool/db";
 import { TX_OPTIONS } from "../deps.js";
-import { executionFields, workerFields } from "../sql/rows.js";
+import { executionFields, unprefixed, workerFields } from "../sql/rows.js";
 import { type Claim, heldUnder } from "./claim.js";
 import { type JournalRows, journalColumns, journalOf, type RawWait } from "./journal-store.js";
 import { START } from "./start-execution.js";
@@ -18,17 +18,34 @@ export type PushStart =
   /** No online push worker serves the workflow. */
   | { status: "none" };
 
+// The online push workers of a project that serve a workflow and are not paused after failed pushes
+// (alias w), least loaded first.
+const pushWorkerFor = (projectId: string, workflowId: string) => `
+     w.project_id = ${projectId} AND w.mode = 'push' AND w.status = 'online'
+     AND w.capabilities -> 'workflow_ids' @> jsonb_build_array(${workflowId})
+     AND (w.push_paused_until IS NULL OR w.push_paused_until <= now())
+   ORDER BY (SELECT count(*) FROM executions x WHERE x.worker_id = w.id AND x.status = 'running'), random()
+   LIMIT 1`;
+
+// The start of run e on a push worker (alias e); roomOnPushWorker: if the worker has room and e's
+// lane has no limit.
+const takeOnPushWorker = (workerId: string, now: string) => `
+       SET status = '${START.to}', worker_id = ${workerId}, started_at = COALESCE(e.started_at, ${now}),
+           lease = e.lease + 1, slot_waiting_since = NULL, updated_at = ${now}`;
+const roomOnPushWorker = (workerId: string, max: string) => `
+       (${max} IS NULL OR (SELECT count(*) FROM executions x
+                            WHERE x.worker_id = ${workerId} AND x.status = 'running') < ${max})
+       AND NOT (e.status = 'queued' AND EXISTS (
+             SELECT 1 FROM queues q WHERE q.project_id = e.project_id AND q.name = e.queue_name
+                                      AND q.concurrency_limit IS NOT NULL))`;
+
 // Purpose: the least loaded online push worker of the workflow that is not paused, locked. With
 // SKIP LOCKED a start takes another worker than one a concurrent start holds; without it (when all
 // were held, as with a single worker), it waits its turn. Params: project, workflow. Locks: that
 // worker's row. Result: the worker, or none (none serves it, all are paused, or all are held).
 const lockPushWorker = (skipLocked: boolean) => `
   SELECT ${workerFields("w")} FROM workers w
-   WHERE w.project_id = $1::uuid AND w.mode = 'push' AND w.status = 'online'
-     AND w.capabilities -> 'workflow_ids' @> jsonb_build_array($2::text)
-     AND (w.push_paused_until IS NULL OR w.push_paused_until <= now())
-   ORDER BY (SELECT count(*) FROM executions x WHERE x.worker_id = w.id AND x.status = 'running'), random()
-   LIMIT 1
+   WHERE ${pushWorkerFor("$1::uuid", "$2::text")}
    FOR UPDATE OF w${skipLocked ? " SKIP LOCKED" : ""}`;
 const LOCK_FREE_PUSH_WORKER = lockPushWorker(true);
 const LOCK_PUSH_WORKER = lockPushWorker(false);
@@ -40,17 +57,61 @@ const LOCK_PUSH_WORKER = lockPushWorker(false);
 // run moved on, no room, or a limited lane).
 const TAKE_FOR_PUSH = `
   WITH taken AS (
-    UPDATE executions e
-       SET status = '${START.to}', worker_id = $4::uuid, started_at = COALESCE(e.started_at, $6),
-           lease = e.lease + 1, slot_waiting_since = NULL, updated_at = $6
+    UPDATE executions e ${takeOnPushWorker("$4::uuid", "$6")}
      WHERE e.id = $1::uuid AND e.dispatch_seq = $2 AND e.lease = $3 AND e.status = ANY($7::text[])
-       AND ($5::int IS NULL OR (SELECT count(*) FROM executions x
-                                 WHERE x.worker_id = $4::uuid AND x.status = 'running') < $5)
-       AND NOT (e.status = 'queued' AND EXISTS (
-             SELECT 1 FROM queues q WHERE q.project_id = e.project_id AND q.name = e.queue_name
-                                      AND q.concurrency_limit IS NOT NULL))
+       AND ${roomOnPushWorker("$4::uuid", "$5::int")}
     RETURNING ${executionFields("e")})
   SELECT taken.*, ${journalColumns("$1::uuid")} FROM taken`;
+
+/** How the one-statement start names the chosen worker's fields in its result. */
+const WORKER_PREFIX = "worker.";
+
+// Purpose: a job's queued run → running on the least loaded push worker with room, in one statement
+// that reads nothing first: the worker is chosen and locked (SKIP LOCKED) by the same statement, so
+// its running runs are counted in the statement's snapshot. A start on the same worker that commits
+// between that snapshot and the lock is not counted: the worker may get one run past its max, which
+// it answers with 429 (the push is then tried again). Params: execution, dispatch seq, now. Locks:
+// the worker's row, the execution row. Result: the started row, its journal and the worker
+// (WORKER_PREFIX), or none (the run is not queued under this dispatch, no unlocked worker with room,
+// a limited lane).
+const START_QUEUED_ON_PUSH_WORKER = `
+  WITH chosen AS (
+    SELECT ${workerFields("w", WORKER_PREFIX)} FROM workers w, executions r
+     WHERE r.id = $1::uuid AND r.dispatch_seq = $2 AND r.status = 'queued'
+       AND ${pushWorkerFor("r.project_id", "r.workflow_id")}
+     FOR UPDATE OF w SKIP LOCKED),
+  taken AS (
+    UPDATE executions e ${takeOnPushWorker(`chosen."${WORKER_PREFIX}id"`, "$3")}
+      FROM chosen
+     WHERE e.id = $1::uuid AND e.dispatch_seq = $2 AND e.status = 'queued'
+       AND ${roomOnPushWorker(`chosen."${WORKER_PREFIX}id"`, `chosen."${WORKER_PREFIX}maxConcurrentExecutions"`)}
+    RETURNING ${executionFields("e")})
+  SELECT taken.*, chosen.*, ${journalColumns("$1::uuid")} FROM taken, chosen`;
+
+type StartedOnPushWorker = { execution: Execution; worker: Worker; journal: JournalRows };
+type StartedRow = Execution & { journalSteps: JournalRows["steps"]; journalWaits: RawWait[] };
+
+/**
+ * The first try of a run job: its run, still queued under the job's dispatch, starts on the least
+ * loaded push worker with room in one round trip, with its journal. Null otherwise (the run moved on
+ * or is held, every worker is full, locked by another start, or paused, a limited lane):
+ * startOnPushWorker, after reading the run, decides then.
+ */
+export async function startQueuedOnPushWorker(
+  pool: pg.Pool,
+  job: { executionId: string; dispatchSeq: number },
+): Promise<StartedOnPushWorker | null> {
+  const { rows } = await pool.query<StartedRow>({
+    name: "spool_start_queued_on_push_worker",
+    text: START_QUEUED_ON_PUSH_WORKER,
+    values: [job.executionId, job.dispatchSeq, new Date()],
+  });
+  const row = rows[0];
+  if (!row) return null;
+  const worker = unprefixed<Worker>(row as unknown as Record<string, unknown>, WORKER_PREFIX);
+  const { rest: execution, journal } = journalOf(row);
+  return { execution, worker, journal };
+}
 
 /**
  * The common start of a pushed run in four round trips (begin, lock the worker, take the run,
@@ -58,10 +119,7 @@ const TAKE_FOR_PUSH = `
  * carry it. Null when it cannot tell (no unlocked worker
  * with room, a limited lane, the run moved on): startOnPushWorker's general path decides then.
  */
-async function startOnLeastLoaded(
-  pool: pg.Pool,
-  e: Execution,
-): Promise<{ execution: Execution; worker: Worker; journal: JournalRows } | null> {
+async function startOnLeastLoaded(pool: pg.Pool, e: Execution): Promise<StartedOnPushWorker | null> {
   const client = await pool.connect();
   try {
     await client.query("BEGIN");
@@ -72,7 +130,7 @@ async function startOnLeastLoaded(
       (await lock("spool_lock_push_worker", LOCK_PUSH_WORKER));
     const taken = worker
       ? (
-          await client.query<Execution & { journalSteps: JournalRows["steps"]; journalWaits: RawWait[] }>({
+          await client.query<StartedRow>({
             name: "spool_take_for_push",
             text: TAKE_FOR_PUSH,
             values: [

@@ -7,7 +7,13 @@ import { CONSUMER_NAME } from "../dispatch/orphaned-jobs.js";
 import type { Engine } from "../engine.js";
 import { claimOf } from "../execution/claim.js";
 import type { JournalRows } from "../execution/journal-store.js";
-import { markPushed, startOnPushWorker, unstartExecution } from "../execution/start-on-push-worker.js";
+import {
+  markPushed,
+  type PushStart,
+  startOnPushWorker,
+  startQueuedOnPushWorker,
+  unstartExecution,
+} from "../execution/start-on-push-worker.js";
 import { maxResultBytes } from "../runtime/result-size.js";
 import { showRunningAfterDelay } from "../traces/running-span.js";
 import { recordPushOutcome, servedByAnyPushWorker, servedElsewhere } from "../workers/workers.js";
@@ -153,54 +159,53 @@ export class PushDispatcher {
       return (await this.engine.executions.fireTimer(data.waitId)) ? "timer fired" : "timer not due";
     }
     for (let round = 0; ; round++) {
-      const run = await this.engine.executions.row(data.executionId);
-      if (
-        !run ||
-        run.dispatchSeq !== data.dispatchSeq ||
-        (run.status !== "queued" && run.status !== "running")
-      ) {
-        return "stale";
-      }
-      // The dispatcher that pushed it died: adopt the run if its worker took the push (it runs it
-      // now); if the push may never have left, start it again (the new lease fences any copy).
-      const holder = run.status === "running" && run.workerId ? await this.workerRow(run.workerId) : null;
-      if (holder?.mode === "push" && holder.status === "online" && run.pushedLease === run.lease) {
-        this.o.logger.info(
-          { execution_id: run.id, worker_id: holder.id },
-          "adopted a pushed run whose dispatcher went away; waiting for its worker",
-        );
-        await this.hold(run, holder);
-        return "adopted";
-      }
-      const started = await startOnPushWorker(this.engine, { execution: run });
-      if (started.status === "stale") return "stale";
+      // The common case, the job's run still queued and a push worker with room, starts in one
+      // statement; anything else reads the run first.
+      const quick = round === 0 ? await startQueuedOnPushWorker(this.engine.pool, data) : null;
+      const started = quick ? ({ status: "started", ...quick } as const) : await this.startAfterRead(data);
+      if (started.status === "stale" || started.status === "adopted") return started.status;
       // Its lane's partition is full: the run that frees a slot dispatches it again.
       if (started.status === "slot_wait") return "waiting for a slot";
-      if (started.status === "none") return this.notPushedHere(job, token, run);
+      if (started.status === "none") return this.notPushedHere(job, token, started.run);
       if (started.status === "full") {
         await this.waitForRoom(round, started.retryAt);
         continue;
       }
       const { execution, worker, journal } = started;
       this.engine.metrics.runStarted(execution);
-      this.pushing++;
+      // Watched from now, as started (not read again). The worker routes may act on it as started
+      // (pushedRuns) from now too: the worker may report before its answer to the push arrives.
+      const stopWatching = new AbortController();
+      const leaves = this.engine.executions.untilLeaves(execution.id, execution.lease, HOLD_RECHECK_MS, {
+        started: execution,
+        signal: stopWatching.signal,
+      });
+      leaves.catch(() => {}); // awaited by hold() only if the push is taken
+      this.engine.pushedRuns.add(execution);
       let outcome: PushOutcome;
       try {
-        outcome = await sendPush(
-          worker,
-          await this.pushBody(execution, worker, journal),
-          this.o.pushTimeoutMs ?? 10_000,
-        );
-        // The worker has the run now: a dispatcher that adopts this job later must only wait.
-        if (outcome.kind === "accepted") await markPushed(this.engine.pool, claimOf(execution), execution.id);
+        this.pushing++;
+        try {
+          outcome = await sendPush(
+            worker,
+            await this.pushBody(execution, worker, journal),
+            this.o.pushTimeoutMs ?? 10_000,
+          );
+          // The worker has the run now: a dispatcher that adopts this job later must only wait.
+          if (outcome.kind === "accepted")
+            await markPushed(this.engine.pool, claimOf(execution), execution.id);
+        } finally {
+          this.pushing--;
+        }
+        this.engine.metrics.pushed(outcome.kind);
+        await recordPushOutcome(this.engine.prisma, worker, outcome.kind);
+        if (outcome.kind === "accepted") {
+          await this.hold(execution, worker, leaves);
+          return "pushed";
+        }
       } finally {
-        this.pushing--;
-      }
-      this.engine.metrics.pushed(outcome.kind);
-      await recordPushOutcome(this.engine.prisma, worker, outcome.kind);
-      if (outcome.kind === "accepted") {
-        await this.hold(execution, worker);
-        return "pushed";
+        this.engine.pushedRuns.remove(execution);
+        stopWatching.abort();
       }
       this.o.logger.warn(
         {
@@ -224,16 +229,53 @@ export class PushDispatcher {
   }
 
   /**
-   * Keeps the job until the run leaves the worker it was pushed to. When it left because it was
-   * cancelled or timed out, the worker is told to stop it.
+   * The run as stored decides: a stale job does nothing; a run whose push worker took it from a
+   * dispatcher that died is adopted (its worker runs it now); if the push may never have left, it is
+   * started again (the new lease fences any copy).
    */
-  private async hold(run: Execution, worker: WorkerRow): Promise<void> {
+  private async startAfterRead(
+    data: Extract<JobData, { kind: "run" }>,
+  ): Promise<
+    | Exclude<PushStart, { status: "none" | "stale" }>
+    | { status: "none"; run: Execution }
+    | { status: "stale" }
+    | { status: "adopted" }
+  > {
+    const run = await this.engine.executions.row(data.executionId);
+    if (
+      !run ||
+      run.dispatchSeq !== data.dispatchSeq ||
+      (run.status !== "queued" && run.status !== "running")
+    ) {
+      return { status: "stale" };
+    }
+    const holder = run.status === "running" && run.workerId ? await this.workerRow(run.workerId) : null;
+    if (holder?.mode === "push" && holder.status === "online" && run.pushedLease === run.lease) {
+      this.o.logger.info(
+        { execution_id: run.id, worker_id: holder.id },
+        "adopted a pushed run whose dispatcher went away; waiting for its worker",
+      );
+      await this.hold(run, holder);
+      return { status: "adopted" };
+    }
+    const started = await startOnPushWorker(this.engine, { execution: run });
+    return started.status === "none" ? { status: "none", run } : started;
+  }
+
+  /**
+   * Keeps the job until the run leaves the worker it was pushed to. When it left because it was
+   * cancelled or timed out, the worker is told to stop it. `firstRound`: a watch begun earlier.
+   */
+  private async hold(run: Execution, worker: WorkerRow, firstRound?: Promise<Execution>): Promise<void> {
     const runningSpan = showRunningAfterDelay(this.engine.traces, run, (err) =>
       this.o.logger.warn({ err: String(err), execution_id: run.id }, "span sync failed"),
     );
+    let watching = firstRound;
     try {
       for (;;) {
-        const now = await this.engine.executions.untilLeaves(run.id, run.lease, HOLD_RECHECK_MS);
+        const now = await (watching ??
+          this.engine.executions.untilLeaves(run.id, run.lease, HOLD_RECHECK_MS));
+        watching = undefined;
         if (now.status === "running" && now.lease === run.lease) {
           // Shutting down: never let BullMQ complete the job of a run still out on its worker. The
           // job stays active until its lock lapses, and another dispatcher adopts it.

@@ -5,6 +5,7 @@ import { type Claim, claimOf } from "../execution/claim.js";
 import type { Executions } from "../execution/executions.js";
 import { eventCursorOf, storeStep } from "../execution/journal-store.js";
 import { nextSeq } from "../execution/next-seq.js";
+import type { PushedRuns } from "../push/pushed-runs.js";
 import {
   ExecutionAbortedError,
   type NewStepResult,
@@ -60,6 +61,19 @@ const REMOTE_WAITS = `SELECT step_key AS "stepKey", seq, kind, wake_at AS "wakeA
 /** A claim no run holds: a write under it stores a completed result and is then refused. */
 const FENCED: Claim = { dispatchSeq: -1, lease: -1 };
 
+/** The run a worker route acts on and the claim its caller holds (null: none, the run is not its). */
+interface Identity {
+  execution: Execution;
+  claim: Claim | null;
+}
+
+/**
+ * A verb acting on a run as this process pushed it found the run moved on since (its claim refused):
+ * the verb is done again from the run as stored, whose answer (a refusal, or the verb's repeat) is
+ * the caller's.
+ */
+class MovedOn extends Error {}
+
 const notYours = (e: Execution) =>
   conflict(`execution is ${e.status} and no longer this worker's to run`, { status: e.status });
 
@@ -86,6 +100,7 @@ export class RemoteRuns {
   constructor(
     private readonly deps: EngineDeps,
     private readonly executions: Executions,
+    private readonly pushed: PushedRuns,
   ) {}
 
   /** Stored steps (settled waits included) and the waits still open, in the order reached. */
@@ -118,34 +133,36 @@ export class RemoteRuns {
   }
 
   /** Stores a step result: a completed one is never overwritten, and is kept even from a fenced worker. */
-  async saveStep(projectId: string, executionId: string, caller: RemoteCaller, step: StepWrite) {
-    const { execution, claim } = await this.identify(projectId, executionId, caller);
-    const write = await this.newStep(executionId, step);
-    try {
-      const stored = await storeStep(this.deps.pool, executionId, claim ?? FENCED, write);
-      this.deps.metrics.stepFinished(stored.kind, Date.now() - write.startedAt.getTime());
-      return stored;
-    } catch (err) {
-      if (err instanceof ExecutionAbortedError) throw notYours(execution);
-      // Refused before any write: nothing of the step is stored.
-      if (isResultTooLarge(err)) throw tooLarge(err, step.stepKey);
-      throw err;
-    }
+  saveStep(projectId: string, executionId: string, caller: RemoteCaller, step: StepWrite) {
+    return this.asCaller(projectId, executionId, caller, async ({ execution, claim }, refuse) => {
+      const write = await this.newStep(executionId, step);
+      try {
+        const stored = await storeStep(this.deps.pool, executionId, claim ?? FENCED, write);
+        this.deps.metrics.stepFinished(stored.kind, Date.now() - write.startedAt.getTime());
+        return stored;
+      } catch (err) {
+        if (err instanceof ExecutionAbortedError) throw refuse(execution);
+        // Refused before any write: nothing of the step is stored.
+        if (isResultTooLarge(err)) throw tooLarge(err, step.stepKey);
+        throw err;
+      }
+    });
   }
 
   /** Parks the run on its waits: the protocol's one wait, or (Spool's SDK) all a replay parked on. */
-  async park(projectId: string, executionId: string, caller: RemoteCaller, wait: ProtocolWait | NewWait[]) {
-    const { execution, claim } = await this.identify(projectId, executionId, caller);
-    const keys = Array.isArray(wait) ? wait.map((w) => w.stepKey) : [wait.stepKey];
-    if (!claim) {
-      // The same call made again after its answer was lost: the run is parked on these steps already.
-      if (await this.parkedOn(execution, keys)) return execution;
-      throw notYours(execution);
-    }
-    const waits = Array.isArray(wait) ? wait : [await toNewWait(this.deps, execution, wait)];
-    const parked = await this.executions.block({ executionId, claim, waits });
-    if (!parked) throw notYours(execution);
-    return parked;
+  park(projectId: string, executionId: string, caller: RemoteCaller, wait: ProtocolWait | NewWait[]) {
+    return this.asCaller(projectId, executionId, caller, async ({ execution, claim }, refuse) => {
+      const keys = Array.isArray(wait) ? wait.map((w) => w.stepKey) : [wait.stepKey];
+      if (!claim) {
+        // The same call made again after its answer was lost: the run is parked on these steps already.
+        if (await this.parkedOn(execution, keys)) return execution;
+        throw refuse(execution);
+      }
+      const waits = Array.isArray(wait) ? wait : [await toNewWait(this.deps, execution, wait)];
+      const parked = await this.executions.block({ executionId, claim, waits });
+      if (!parked) throw refuse(execution);
+      return parked;
+    });
   }
 
   /**
@@ -153,7 +170,7 @@ export class RemoteRuns {
    * `lastStep` the run's last step result when the worker held it back (stored first, first write
    * wins; a 409 with `details.reason` "step_superseded" when another worker's result won).
    */
-  async complete(
+  complete(
     projectId: string,
     executionId: string,
     caller: RemoteCaller,
@@ -161,7 +178,19 @@ export class RemoteRuns {
     steps: StepRecord[] = [],
     lastStep?: StepWrite,
   ) {
-    const { execution, claim } = await this.identify(projectId, executionId, caller);
+    return this.asCaller(projectId, executionId, caller, (who, refuse) =>
+      this.completeAs(who, refuse, result, steps, lastStep),
+    );
+  }
+
+  private async completeAs(
+    { execution, claim }: Identity,
+    refuse: (e: Execution) => Error,
+    result: unknown,
+    steps: StepRecord[],
+    lastStep?: StepWrite,
+  ) {
+    const executionId = execution.id;
     // As a step's: an oversized result is refused and nothing is stored (the worker fails the run).
     const { bytes } = sizedJson(result);
     if (bytes > maxResultBytes()) {
@@ -182,11 +211,11 @@ export class RemoteRuns {
         fresh,
         lastStep: held,
       });
-      if (!done) throw notYours(execution);
+      if (!done) throw refuse(execution);
       if (held) this.deps.metrics.stepFinished(held.kind, Date.now() - held.startedAt.getTime());
       return done;
     } catch (err) {
-      if (err instanceof ExecutionAbortedError) throw notYours(execution);
+      if (err instanceof ExecutionAbortedError) throw refuse(execution);
       if (err instanceof StepSupersededError) {
         throw conflict(err.message, { reason: "step_superseded", step_key: held?.stepKey });
       }
@@ -209,21 +238,22 @@ export class RemoteRuns {
   }
 
   /** A failed attempt: the engine retries it while `retryable` and attempts are left. */
-  async fail(
+  fail(
     projectId: string,
     executionId: string,
     caller: RemoteCaller,
     args: { error: SerializedError; retryable: boolean; maxRetries: number },
   ) {
-    const { execution, claim } = await this.identify(projectId, executionId, caller);
-    const failed = await this.executions.fail({
-      executionId,
-      claim: claim ?? FENCED,
-      error: args.error,
-      retry: { retryable: args.retryable, maxRetries: args.maxRetries },
+    return this.asCaller(projectId, executionId, caller, async ({ execution, claim }, refuse) => {
+      const failed = await this.executions.fail({
+        executionId,
+        claim: claim ?? FENCED,
+        error: args.error,
+        retry: { retryable: args.retryable, maxRetries: args.maxRetries },
+      });
+      if (!failed) throw refuse(execution);
+      return failed;
     });
-    if (!failed) throw notYours(execution);
-    return failed;
   }
 
   /**
@@ -287,12 +317,35 @@ export class RemoteRuns {
   }
 
   /**
+   * A write verb as the caller: when it proves the exact claim of a run this process pushed to it,
+   * first from that run as started, without reading it (the verb's own statement checks the claim);
+   * then, or when that found the run moved on (`refuse`), from the run as stored. Each verb is safe
+   * to repeat after such a refusal: a step result it stored is found again, first write wins.
+   */
+  private async asCaller<T>(
+    projectId: string,
+    executionId: string,
+    caller: RemoteCaller,
+    act: (who: Identity, refuse: (e: Execution) => Error) => Promise<T>,
+  ): Promise<T> {
+    const started = caller.claim ? this.pushed.find(projectId, executionId, caller.claim) : undefined;
+    if (started) {
+      try {
+        return await act({ execution: started, claim: claimOf(started) }, () => new MovedOn());
+      } catch (err) {
+        if (!(err instanceof MovedOn)) throw err;
+      }
+    }
+    return act(await this.identify(projectId, executionId, caller), notYours);
+  }
+
+  /**
    * The run and the claim the caller holds on it: null when the run is no longer the caller's.
    * Runs an in-cluster worker holds are off limits, and a caller must say which worker it is. A
    * caller naming the worker the run was pushed to (or a worker registered since at the same push
    * URL, after a re-registration) holds the run's current claim; Spool's SDK proves its exact claim.
    */
-  private async identify(projectId: string, executionId: string, caller: RemoteCaller) {
+  private async identify(projectId: string, executionId: string, caller: RemoteCaller): Promise<Identity> {
     const row = isUuid(executionId)
       ? (
           await this.deps.pool.query<Execution & { holder: Holder | null }>({
