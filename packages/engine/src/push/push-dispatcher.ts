@@ -16,6 +16,7 @@ import {
 } from "../execution/start-on-push-worker.js";
 import { maxResultBytes } from "../runtime/result-size.js";
 import { showRunningAfterDelay } from "../traces/running-span.js";
+import { OneAtATime } from "../util/one-at-a-time.js";
 import { recordPushOutcome, servedByAnyPushWorker, servedElsewhere } from "../workers/workers.js";
 import { type PushOutcome, sendCancel, sendPush } from "./push-client.js";
 
@@ -60,6 +61,12 @@ export class PushDispatcher {
   /** Runs started on a push worker whose push has not been answered yet. */
   private pushing = 0;
   private refreshing: Promise<void> = Promise.resolve();
+  /**
+   * A project's one-statement starts, one at a time in this process: two at once would often pick
+   * the same worker, and the one that finds its row locked (SKIP LOCKED) falls back to the slower
+   * start, whose transaction holds the row longer still.
+   */
+  private readonly quickStarts = new OneAtATime();
 
   constructor(
     private readonly engine: Engine,
@@ -161,7 +168,10 @@ export class PushDispatcher {
     for (let round = 0; ; round++) {
       // The common case, the job's run still queued and a push worker with room, starts in one
       // statement; anything else reads the run first.
-      const quick = round === 0 ? await startQueuedOnPushWorker(this.engine.pool, data) : null;
+      const quick =
+        round === 0
+          ? await this.quickStarts.run(data.projectId, () => startQueuedOnPushWorker(this.engine.pool, data))
+          : null;
       const started = quick ? ({ status: "started", ...quick } as const) : await this.startAfterRead(data);
       if (started.status === "stale" || started.status === "adopted") return started.status;
       // Its lane's partition is full: the run that frees a slot dispatches it again.
