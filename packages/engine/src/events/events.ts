@@ -80,6 +80,8 @@ export class Events {
       guard?: (tx: Prisma.TransactionClient) => Promise<void>;
       /** Settle only this execution's waits (a resume through the API answers the run it names). */
       onlyExecutionId?: string;
+      /** Runs inside the publish's transaction once the waits it answers are settled. */
+      settled?: (tx: Prisma.TransactionClient) => Promise<void>;
     } = {},
   ) {
     const result = await withIdempotency(
@@ -92,6 +94,7 @@ export class Events {
         const wakes = later
           ? []
           : await wakeAnswered(tx, await pendingWaits(tx, projectId, topic, options), rows);
+        await options.settled?.(tx);
         const published = rows.map(toPublishedEvent);
         return { status: 201, body: published, after: { wakes, later } };
       },

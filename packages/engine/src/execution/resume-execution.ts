@@ -21,6 +21,7 @@ export async function resumeExecution(
 ): Promise<Execution> {
   const byEvent = await openEventSuspend(deps, args);
   if (byEvent) {
+    let resumed: Execution | undefined;
     await events.publish(
       args.projectId,
       byEvent.topic!,
@@ -38,9 +39,14 @@ export async function resumeExecution(
         // The run resumed is the one named: runs of the same tree share the topic, and another one
         // suspended on the same step key is not answered by this resume.
         onlyExecutionId: byEvent.executionId,
+        // The run as the resume left it (queued), not as a worker may have taken it since.
+        settled: async (tx) => {
+          resumed = await tx.execution.findUniqueOrThrow({ where: { id: byEvent.executionId } });
+        },
       },
     );
-    return deps.prisma.execution.findUniqueOrThrow({ where: { id: byEvent.executionId } });
+    if (!resumed) throw new Error("the resume's publish settled nothing");
+    return resumed;
   }
   const result = await deps.prisma.$transaction(async (tx) => {
     const row = await lockProjectExecution(tx, args.projectId, args.executionId);

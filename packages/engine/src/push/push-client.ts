@@ -1,5 +1,6 @@
 import type { Worker } from "@spool/db";
 import { type PushRequest, SIGNATURE_HEADER, signPush } from "@spool/shared";
+import { type HttpAnswer, httpRequest } from "../util/http-json.js";
 
 /** How a push worker answered. */
 export type PushOutcome =
@@ -20,9 +21,9 @@ const endpoint = (worker: PushTarget, path: string) =>
   );
 
 /** Posts a JSON body to the worker, signed with its secret, within `timeoutMs`. */
-async function post(worker: PushTarget, path: string, body: unknown, timeoutMs: number): Promise<Response> {
+function post(worker: PushTarget, path: string, body: unknown, timeoutMs: number): Promise<HttpAnswer> {
   const text = JSON.stringify(body);
-  return fetch(endpoint(worker, path), {
+  return httpRequest(endpoint(worker, path), {
     method: "POST",
     headers: {
       "content-type": "application/json",
@@ -30,9 +31,11 @@ async function post(worker: PushTarget, path: string, body: unknown, timeoutMs: 
       ...(worker.pushSecret ? { [SIGNATURE_HEADER]: signPush(worker.pushSecret, text) } : {}),
     },
     body: text,
-    signal: AbortSignal.timeout(timeoutMs),
+    timeoutMs,
   });
 }
+
+const ok = (res: HttpAnswer) => res.status >= 200 && res.status < 300;
 
 /** `POST {push_endpoint_url}/execute`: hands the run to the worker, which runs it in the background. */
 export async function sendPush(
@@ -42,8 +45,8 @@ export async function sendPush(
 ): Promise<PushOutcome> {
   try {
     const res = await post(worker, "execute", body, timeoutMs);
-    const answer = await res.text().catch(() => "");
-    if (res.ok) return { kind: "accepted" };
+    const answer = res.text;
+    if (ok(res)) return { kind: "accepted" };
     if (res.status === 429) return { kind: "busy" };
     if (res.status === 400 && /worker id mismatch/i.test(answer)) return { kind: "mismatch" };
     return { kind: "failed", reason: `HTTP ${res.status} ${answer.slice(0, 200)}` };
@@ -62,9 +65,7 @@ export async function sendCancel(
   try {
     // The body names the run too, so the signature binds the cancel to it.
     const body = { execution_id: executionId };
-    const res = await post(worker, `cancel/${encodeURIComponent(executionId)}`, body, timeoutMs);
-    await res.text().catch(() => "");
-    return res.ok;
+    return ok(await post(worker, `cancel/${encodeURIComponent(executionId)}`, body, timeoutMs));
   } catch {
     return false;
   }

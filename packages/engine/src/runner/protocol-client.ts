@@ -1,5 +1,6 @@
 // How a remote worker talks to Spool: JSON over HTTP with the project's API key. Every worker-facing
 // write is idempotent on the server, so a call whose answer was lost is simply made again.
+import { httpRequest } from "../util/http-json.js";
 
 export interface ProtocolClientOptions {
   apiUrl: string;
@@ -9,7 +10,6 @@ export interface ProtocolClientOptions {
   retryForMs?: number;
   /** Longest wait for one answer. */
   timeoutMs?: number;
-  fetch?: typeof fetch;
   /** Told about each failed try that will be retried. */
   onRetry?: (err: unknown, path: string) => void;
 }
@@ -34,11 +34,10 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export function createProtocolClient(o: ProtocolClientOptions) {
   const base = o.apiUrl.replace(/\/+$/, "");
-  const doFetch = o.fetch ?? fetch;
   const retryForMs = o.retryForMs ?? 120_000;
 
   async function once(method: string, path: string, body: unknown, headers: Record<string, string>) {
-    const res = await doFetch(`${base}${path}`, {
+    const res = await httpRequest(new URL(`${base}${path}`), {
       method,
       headers: {
         authorization: `Bearer ${o.apiKey}`,
@@ -46,11 +45,10 @@ export function createProtocolClient(o: ProtocolClientOptions) {
         "content-type": "application/json",
         ...headers,
       },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      signal: AbortSignal.timeout(o.timeoutMs ?? 30_000),
+      body: body === undefined ? undefined : JSON.stringify(body),
+      timeoutMs: o.timeoutMs ?? 30_000,
     });
-    const text = await res.text();
-    return { res, parsed: text ? (JSON.parse(text) as unknown) : null };
+    return { res, parsed: res.text ? (JSON.parse(res.text) as unknown) : null };
   }
 
   /**
@@ -68,7 +66,7 @@ export function createProtocolClient(o: ProtocolClientOptions) {
       let failure: unknown;
       try {
         const { res, parsed } = await once(method, path, body, headers);
-        if (res.ok) return parsed as T;
+        if (res.status >= 200 && res.status < 300) return parsed as T;
         const e = (parsed ?? {}) as { error?: string; error_type?: string; details?: unknown };
         const error = new ProtocolError(
           res.status,
