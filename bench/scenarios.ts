@@ -1,6 +1,7 @@
 // The scenarios that measure Spool itself, through its REST API, against the processes of system.ts.
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
+import { httpRequest } from "@spool/engine/runner";
 import { Redis } from "ioredis";
 import pg from "pg";
 import {
@@ -38,7 +39,9 @@ function client(sys: BenchSystem) {
     "x-project-id": sys.projectId,
     "content-type": "application/json",
   };
-  // Requests go to the APIs in turn (one API: always the same).
+  // Requests go to the APIs in turn (one API: always the same), over kept-alive connections with
+  // http.request, as ../shared/peers-bench calls Restate and DBOS (fetch costs the client ~0.3-0.6
+  // ms more per request on this VM, which the shared cores then lack).
   let next = 0;
   return async <T>(
     method: string,
@@ -47,14 +50,13 @@ function client(sys: BenchSystem) {
     timeoutMs = 60_000,
   ): Promise<HttpResult<T>> => {
     const apiUrl = sys.apiUrls[next++ % sys.apiUrls.length];
-    const res = await fetch(`${apiUrl}/api/v1${path}`, {
+    const res = await httpRequest(new URL(`${apiUrl}/api/v1${path}`), {
       method,
       headers,
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      signal: AbortSignal.timeout(timeoutMs),
+      body: body === undefined ? undefined : JSON.stringify(body),
+      timeoutMs,
     });
-    const text = await res.text();
-    return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
+    return { status: res.status, body: (res.text ? JSON.parse(res.text) : null) as T };
   };
 }
 

@@ -8,6 +8,7 @@ export {
   setMaxResultBytes,
   WorkflowResultTooLargeError,
 } from "../runtime/result-size.js";
+export { type HttpAnswer, httpRequest } from "../util/http-json.js";
 export { createHttpHost } from "./http-host.js";
 export { processRun, type RunResult } from "./process-run.js";
 export {
