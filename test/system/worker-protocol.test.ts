@@ -680,7 +680,7 @@ describe("the worker protocol, spoken by a raw HTTP worker", () => {
           "x-project-id": other.projectId,
           "content-type": "application/json",
           // Even with the push's own claim: the run is not the other project's.
-          "x-spool-claim": String(push.body.spool_claim),
+          "x-spool-claim": String((push.body as { spool_claim?: string }).spool_claim),
         },
         body: body === undefined ? undefined : JSON.stringify(body),
       });

@@ -22,8 +22,9 @@ export class FinishWatcher {
   /**
    * The execution once `done` holds for it (default: terminal), or as it is when `timeoutMs` has
    * passed. The waiter is registered before each read, so an announcement between the read and the
-   * wait is never missed. `first` replaces the first read: what it returns must be read (or
-   * created) after it is called, as the run is only watched from then on.
+   * wait is never missed. `first` replaces the first read: what it returns should be read (or
+   * created) after it is called, as the run is only watched from then on; a transition announced
+   * between an earlier read and this call is seen at the next re-check (RECHECK_MS).
    */
   async wait<T extends Pick<Execution, "status">>(
     executionId: string,

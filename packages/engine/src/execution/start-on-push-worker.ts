@@ -18,13 +18,18 @@ export type PushStart =
   /** No online push worker serves the workflow. */
   | { status: "none" };
 
+// How many runs a worker runs now.
+const runningOn = (workerId: string) =>
+  `(SELECT count(*) FROM executions x WHERE x.worker_id = ${workerId} AND x.status = 'running')`;
+
 // The online push workers of a project that serve a workflow and are not paused after failed pushes
-// (alias w), least loaded first.
+// (alias w): those with room first, then the least loaded.
 const pushWorkerFor = (projectId: string, workflowId: string) => `
      w.project_id = ${projectId} AND w.mode = 'push' AND w.status = 'online'
      AND w.capabilities -> 'workflow_ids' @> jsonb_build_array(${workflowId})
      AND (w.push_paused_until IS NULL OR w.push_paused_until <= now())
-   ORDER BY (SELECT count(*) FROM executions x WHERE x.worker_id = w.id AND x.status = 'running'), random()
+   ORDER BY ${runningOn("w.id")} >= COALESCE(w.max_concurrent_executions, 2147483647), ${runningOn("w.id")},
+            random()
    LIMIT 1`;
 
 // The start of run e on a push worker (alias e); roomOnPushWorker: if the worker has room and e's
@@ -33,8 +38,7 @@ const takeOnPushWorker = (workerId: string, now: string) => `
        SET status = '${START.to}', worker_id = ${workerId}, started_at = COALESCE(e.started_at, ${now}),
            lease = e.lease + 1, slot_waiting_since = NULL, updated_at = ${now}`;
 const roomOnPushWorker = (workerId: string, max: string) => `
-       (${max} IS NULL OR (SELECT count(*) FROM executions x
-                            WHERE x.worker_id = ${workerId} AND x.status = 'running') < ${max})
+       (${max} IS NULL OR ${runningOn(workerId)} < ${max})
        AND NOT (e.status = 'queued' AND EXISTS (
              SELECT 1 FROM queues q WHERE q.project_id = e.project_id AND q.name = e.queue_name
                                       AND q.concurrency_limit IS NOT NULL))`;
@@ -67,19 +71,20 @@ const TAKE_FOR_PUSH = `
 const WORKER_PREFIX = "worker.";
 
 // Purpose: a job's queued run → running on the least loaded push worker with room, in one statement
-// that reads nothing first: the worker is chosen and locked (SKIP LOCKED) by the same statement, so
-// its running runs are counted in the statement's snapshot. A start on the same worker that commits
-// between that snapshot and the lock is not counted: the worker may get one run past its max, which
-// it answers with 429 (the push is then tried again). Params: execution, dispatch seq, now. Locks:
-// the worker's row, the execution row. Result: the started row, its journal and the worker
-// (WORKER_PREFIX), or none (the run is not queued under this dispatch, no unlocked worker with room,
-// a limited lane).
+// that reads nothing first and never waits: the worker and the run are locked (SKIP LOCKED) by the
+// same statement, so the worker's running runs are counted in the statement's snapshot. A start on
+// the same worker that commits between that snapshot and the lock (another replica's, or this
+// process's exact path) is not counted: the worker may get one run past its max, which it answers
+// with 429 (the push is then tried again). Params: execution, dispatch seq, now. Locks: the worker's
+// row, the execution row. Result: the started row, its journal and the worker (WORKER_PREFIX), or
+// none (the run is not queued under this dispatch or is locked, no unlocked worker with room, a
+// limited lane).
 const START_QUEUED_ON_PUSH_WORKER = `
   WITH chosen AS (
     SELECT ${workerFields("w", WORKER_PREFIX)} FROM workers w, executions r
      WHERE r.id = $1::uuid AND r.dispatch_seq = $2 AND r.status = 'queued'
        AND ${pushWorkerFor("r.project_id", "r.workflow_id")}
-     FOR UPDATE OF w SKIP LOCKED),
+     FOR UPDATE OF w, r SKIP LOCKED),
   taken AS (
     UPDATE executions e ${takeOnPushWorker(`chosen."${WORKER_PREFIX}id"`, "$3")}
       FROM chosen

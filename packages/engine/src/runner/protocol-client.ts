@@ -32,6 +32,16 @@ export type ProtocolClient = ReturnType<typeof createProtocolClient>;
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A body as JSON; null when empty or not JSON (a proxy's error page, say: the status tells). */
+function parseJson(text: string): unknown {
+  if (!text) return null;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return null;
+  }
+}
+
 export function createProtocolClient(o: ProtocolClientOptions) {
   const base = o.apiUrl.replace(/\/+$/, "");
   const retryForMs = o.retryForMs ?? 120_000;
@@ -47,8 +57,10 @@ export function createProtocolClient(o: ProtocolClientOptions) {
       },
       body: body === undefined ? undefined : JSON.stringify(body),
       timeoutMs: o.timeoutMs ?? 30_000,
+      // Every worker route is idempotent: a call the server never saw is simply sent again.
+      retryIfReset: true,
     });
-    return { res, parsed: res.text ? (JSON.parse(res.text) as unknown) : null };
+    return { res, parsed: parseJson(res.text) };
   }
 
   /**
@@ -68,10 +80,13 @@ export function createProtocolClient(o: ProtocolClientOptions) {
         const { res, parsed } = await once(method, path, body, headers);
         if (res.status >= 200 && res.status < 300) return parsed as T;
         const e = (parsed ?? {}) as { error?: string; error_type?: string; details?: unknown };
+        const redirect = res.status >= 300 && res.status < 400;
         const error = new ProtocolError(
           res.status,
-          e.error_type ?? "UNKNOWN",
-          e.error ?? res.statusText,
+          e.error_type ?? (redirect ? "REDIRECT" : "UNKNOWN"),
+          redirect
+            ? `${base} answered HTTP ${res.status}, a redirect, which is not followed: set apiUrl to the address it redirects to`
+            : (e.error ?? res.statusText),
           e.details,
         );
         if (res.status < 500 && res.status !== 429) throw error;

@@ -6,7 +6,7 @@ export class OneAtATime {
   private readonly tails = new Map<string, Promise<unknown>>();
 
   run<T>(key: string, task: () => Promise<T>): Promise<T> {
-    const result = (this.tails.get(key) ?? Promise.resolve()).then(task);
+    const result = (this.tails.get(key) ?? Promise.resolve()).then(() => task());
     const tail = result.catch(() => {});
     this.tails.set(key, tail);
     void tail.then(() => {
