@@ -3,6 +3,7 @@
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { SIGNATURE_HEADER, signPush } from "@spool/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { countEffects } from "../fixtures/file-effects.js";
 import { eventually, type Proc, type System, startSystem } from "./harness.js";
@@ -191,6 +192,41 @@ describe("a remote worker with nothing but the API (createWorker, push protocol)
     );
     expect((await sys.client.executions.get(execution_id)).status).toBe("cancelled");
     expect(await stepsOf(execution_id)).toEqual([["step-1", "completed", null]]);
+  });
+
+  it("the same push sent again (a retrying proxy, say) does not start the run a second time", async () => {
+    const { execution_id } = await sys.client.run("r-crashable", {});
+    await eventually(async () =>
+      countEffects(execution_id, "step-2-start", effectsFile) === 1 ? true : undefined,
+    );
+    const run = await sys.engine.prisma.execution.findUniqueOrThrow({ where: { id: execution_id } });
+    const worker = await sys.engine.prisma.worker.findUniqueOrThrow({ where: { id: remote.workerId } });
+    const text = JSON.stringify({
+      worker_id: worker.id,
+      execution_id,
+      workflow_id: run.workflowId,
+      payload: run.input,
+      spool_claim: `${run.dispatchSeq}.${run.lease}`,
+    });
+    const again = await fetch(new URL("execute", `${worker.pushEndpointUrl}/`), {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-worker-id": worker.id,
+        [SIGNATURE_HEADER]: signPush(worker.pushSecret!, text),
+      },
+      body: text,
+    });
+    expect(again.status).toBe(200);
+    await remote.waitFor(
+      (l) =>
+        l.msg === "the same push again; the run is running here already" && l.execution_id === execution_id,
+    );
+    await sys.client.executions.cancel(execution_id);
+    await remote.waitFor(
+      (l) => l.msg === "run cancelled by Spool; stopping it" && l.execution_id === execution_id,
+    );
+    expect(countEffects(execution_id, "step-2-start", effectsFile)).toBe(1);
   });
 
   it("a sleeping run is cancelled: it stays cancelled and never wakes", async () => {

@@ -69,6 +69,8 @@ export interface RemoteWorker {
 }
 
 interface Running {
+  /** The claim of the push it runs under (Spool's), if the push carried one. */
+  claim: string | undefined;
   /** Why the worker stopped the run: Spool cancelled it, or the worker is shutting down. */
   stopped: "cancelled" | "handed_back" | null;
   done: Promise<unknown>;
@@ -122,6 +124,16 @@ export async function createWorker(options: WorkerOptions): Promise<RemoteWorker
     workerId: () => workerId,
     secret: () => (options.verifySignatures === false ? null : secret),
     hasRoom: () => !stopping && runs.size < maxConcurrent,
+    running: (push) => {
+      const claim = runs.get(push.execution_id)?.claim;
+      const again = claim !== undefined && claim === push.spool_claim;
+      if (again)
+        logger.warn(
+          { execution_id: push.execution_id },
+          "the same push again; the run is running here already",
+        );
+      return again;
+    },
     accept: (push) => runs.set(push.execution_id, run(push)),
     cancel: (executionId) => {
       const r = runs.get(executionId);
@@ -146,7 +158,7 @@ export async function createWorker(options: WorkerOptions): Promise<RemoteWorker
 
   /** One pushed run, through the engine's job runner against the API. */
   function run(push: PushRequest): Running {
-    const state: Running = { stopped: null, done: Promise.resolve() };
+    const state: Running = { claim: push.spool_claim, stopped: null, done: Promise.resolve() };
     const log = logger.child({ execution_id: push.execution_id, workflow_id: push.workflow_id });
     const host = createHttpHost({
       api,

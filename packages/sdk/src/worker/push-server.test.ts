@@ -17,6 +17,7 @@ describe("the push endpoint of createWorker", () => {
       workerId: () => "w-1",
       secret: () => SECRET,
       hasRoom: () => room,
+      running: (push) => push.execution_id === "e-taken" && push.spool_claim === "3.1",
       accept: (push) => accepted.push(push),
       cancel: (id) => running.delete(id),
       health: () => ({ status: "healthy", mode: "push" }),
@@ -71,6 +72,17 @@ describe("the push endpoint of createWorker", () => {
     room = false;
     expect((await push(body)).status).toBe(429);
     room = true;
+  });
+
+  it("answers a push it runs already 200 without starting it again, even when full", async () => {
+    room = false;
+    const again = await push({ ...body, execution_id: "e-taken", spool_claim: "3.1" });
+    expect(again.status).toBe(200);
+    expect(await again.json()).toEqual({ status: "accepted", execution_id: "e-taken" });
+    // The same run under a newer claim is a new start of it: full, so 429.
+    expect((await push({ ...body, execution_id: "e-taken", spool_claim: "4.2" })).status).toBe(429);
+    room = true;
+    expect(accepted.map((p) => p.execution_id)).toEqual(["e-1"]);
   });
 
   it("cancels a run it runs (200) and not one it does not (404); health answers", async () => {

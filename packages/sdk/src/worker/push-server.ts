@@ -11,6 +11,8 @@ export interface PushServerHandlers {
   secret(): string | null;
   /** Runs that fit now. */
   hasRoom(): boolean;
+  /** This very push (same run, same claim) is running here already: a copy sent again. */
+  running(push: PushRequest): boolean;
   /** Starts the run in the background; answered 200 at once. */
   accept(push: PushRequest): void;
   /** Stops a run this worker is running; false when it runs no such run. */
@@ -72,6 +74,9 @@ async function route(h: PushServerHandlers, req: IncomingMessage, res: ServerRes
     if (!isPush(body))
       return reply(res, 400, { error: "not a push: execution_id, workflow_id and worker_id are required" });
     if (body.worker_id !== h.workerId()) return reply(res, 400, { error: "Worker ID mismatch" });
+    // Taken already (a proxy sent it again, say): the run must not start twice, and a 429 would make
+    // Spool give the run to another worker while this one runs it.
+    if (h.running(body)) return reply(res, 200, { status: "accepted", execution_id: body.execution_id });
     if (!h.hasRoom()) return reply(res, 429, { error: "Worker at capacity" });
     h.accept(body);
     return reply(res, 200, { status: "accepted", execution_id: body.execution_id });
