@@ -25,6 +25,10 @@ export function createDatabase({ databaseUrl, maxConnections = 10 }: CreateDatab
   // An idle client losing its connection (Postgres restarted) must not crash the process; the pool
   // drops it and the next query opens a new one.
   pool.on("error", () => {});
+  // Nor one checked out (an interactive transaction between its statements): it emits 'error' with
+  // nobody else listening, which would throw. Its holder's next statement fails instead, and the
+  // pool drops it when it comes back.
+  pool.on("connect", (client) => client.on("error", () => {}));
   return { prisma: new PrismaClient({ adapter: new PrismaPg(pool) }), pool };
 }
 
