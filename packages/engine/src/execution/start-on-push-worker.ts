@@ -23,12 +23,15 @@ const runningOn = (workerId: string) =>
   `(SELECT count(*) FROM executions x WHERE x.worker_id = ${workerId} AND x.status = 'running')`;
 
 // The online push workers of a project that serve a workflow and are not paused after failed pushes
-// (alias w): those with room first, then the least loaded.
+// (alias w): those with room first, then the least loaded (one count per worker: a full worker's
+// key is its count plus 2^31, past every worker with room).
 const pushWorkerFor = (projectId: string, workflowId: string) => `
      w.project_id = ${projectId} AND w.mode = 'push' AND w.status = 'online'
      AND w.capabilities -> 'workflow_ids' @> jsonb_build_array(${workflowId})
      AND (w.push_paused_until IS NULL OR w.push_paused_until <= now())
-   ORDER BY ${runningOn("w.id")} >= COALESCE(w.max_concurrent_executions, 2147483647), ${runningOn("w.id")},
+   ORDER BY (SELECT count(*) + CASE WHEN count(*) >= COALESCE(w.max_concurrent_executions, 2147483647)
+                                    THEN 2147483648 ELSE 0 END
+               FROM executions x WHERE x.worker_id = w.id AND x.status = 'running'),
             random()
    LIMIT 1`;
 
