@@ -65,6 +65,27 @@ describe("a remote worker with nothing but the API (createWorker, push protocol)
     ]);
   });
 
+  it("a run whose first step spans went before its completion still ends in one statement, with every span", async () => {
+    const { execution_id } = await sys.client.run("r-slow-middle", {});
+    const done = await finished(execution_id);
+    expect(done).toMatchObject({ status: "completed", result: { c: 3 } });
+    // Stored by the completion's own statement (not a write before it): the last step's
+    // completed_at is the run's.
+    const steps = await sys.client.executions.steps(execution_id);
+    expect(steps.map((s) => s.step_key)).toEqual(["first", "slow", "last"]);
+    expect(steps.at(-1)?.completed_at).toBe(done.completed_at);
+    const trace = await sys.client.request<{ spans: { name: string; span_type: string; output: unknown }[] }>(
+      "GET",
+      `/traces/${execution_id.replaceAll("-", "")}`,
+    );
+    expect(trace.spans.map((s) => [s.name, s.span_type, s.output])).toEqual([
+      ["r-slow-middle", "workflow", { c: 3 }],
+      ["first", "step", 1],
+      ["slow", "step", 2],
+      ["last", "step", 3],
+    ]);
+  });
+
   it("sleeps 2 s on a durable timer, then goes on", async () => {
     const { execution_id } = await sys.client.run("r-sleeper", { ms: 2000 });
     await eventually(async () =>

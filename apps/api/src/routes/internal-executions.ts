@@ -257,6 +257,7 @@ export function registerInternalExecutions(app: App) {
       b.result ?? null,
       steps,
       b.last_step ? toStepWrite(b.last_step) : undefined,
+      b.ran_steps,
     );
     return c.json(OK, 200);
   });

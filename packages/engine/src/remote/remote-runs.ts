@@ -166,9 +166,10 @@ export class RemoteRuns {
   }
 
   /**
-   * Completes the run; `steps` are the spans of steps the worker ran and has not reported yet, and
-   * `lastStep` the run's last step result when the worker held it back (stored first, first write
-   * wins; a 409 with `details.reason` "step_superseded" when another worker's result won).
+   * Completes the run; `steps` are the spans of steps the worker ran and has not reported yet,
+   * `spansStored` the keys of steps it ran whose spans it reported before, and `lastStep` the run's
+   * last step result when the worker held it back (stored first, first write wins; a 409 with
+   * `details.reason` "step_superseded" when another worker's result won).
    */
   complete(
     projectId: string,
@@ -177,9 +178,10 @@ export class RemoteRuns {
     result: unknown,
     steps: StepRecord[] = [],
     lastStep?: StepWrite,
+    spansStored: string[] = [],
   ) {
     return this.asCaller(projectId, executionId, caller, (who, refuse) =>
-      this.completeAs(who, refuse, result, steps, lastStep),
+      this.completeAs(who, refuse, result, steps, lastStep, spansStored),
     );
   }
 
@@ -188,7 +190,8 @@ export class RemoteRuns {
     refuse: (e: Execution) => Error,
     result: unknown,
     steps: StepRecord[],
-    lastStep?: StepWrite,
+    lastStep: StepWrite | undefined,
+    spansStored: string[],
   ) {
     const executionId = execution.id;
     // As a step's: an oversized result is refused and nothing is stored (the worker fails the run).
@@ -204,8 +207,10 @@ export class RemoteRuns {
         throw tooLarge(stepResultTooLarge(held.stepKey, size, maxResultBytes()), held.stepKey);
       }
     }
-    // The one-statement completion when the worker's spans cover every stored step (it checks).
-    const fresh = claim ? { started: execution, steps, ran: steps.map((r) => r.stepKey) } : undefined;
+    // The one-statement completion when the worker's spans, sent now or before, cover every stored
+    // step (the statement checks).
+    const ran = [...new Set([...spansStored, ...steps.map((r) => r.stepKey)])];
+    const fresh = claim ? { started: execution, steps, ran } : undefined;
     try {
       const done = await this.executions.complete(executionId, claim ?? FENCED, result, {
         fresh,

@@ -1,4 +1,11 @@
-import { type PushRequest, runTopic, serializeError, type WireJournal, type WireStep } from "@spool/shared";
+import {
+  MAX_RAN_STEPS,
+  type PushRequest,
+  runTopic,
+  serializeError,
+  type WireJournal,
+  type WireStep,
+} from "@spool/shared";
 import { createBatcher } from "../agents/batcher.js";
 import {
   ExecutionAbortedError,
@@ -164,9 +171,15 @@ export function createHttpHost(o: {
       }),
     (err) => o.onError(err, "stream publish failed"),
   );
+  // Steps whose spans Spool has stored: the completion names them (`ran_steps`), so that a run
+  // whose every step ran in this push still ends in one statement when some spans went before it.
+  const spansStored = new Set<string>();
   const spans = createBatcher<StepRecord>(
     FLUSH_MS * 2,
-    (records) => call("POST", `${run}/step-spans`, { steps: records.map(toStepSpan) }),
+    async (records) => {
+      await call("POST", `${run}/step-spans`, { steps: records.map(toStepSpan) });
+      for (const r of records) spansStored.add(r.stepKey);
+    },
     (err) => o.onError(err, "span write failed"),
   );
   const flush = async () => {
@@ -229,6 +242,9 @@ export function createHttpHost(o: {
           result,
           worker_id: o.workerId(),
           ...(items.length > 0 ? { step_spans: items.map(toStepSpan) } : {}),
+          ...(spansStored.size > 0 && spansStored.size <= MAX_RAN_STEPS
+            ? { ran_steps: [...spansStored] }
+            : {}),
           ...(lastStep ? { last_step: toWireWrite(lastStep) } : {}),
         });
       } catch (err) {

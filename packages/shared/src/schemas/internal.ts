@@ -163,6 +163,9 @@ export const StepSpanInput = z
 /** The worker the protocol's settle calls name (a uuid for a registered worker; anything else is no worker). */
 const CallerWorkerId = Text.max(100).nullish();
 
+/** At most this many `ran_steps` in a completion (a longer run completes without them). */
+export const MAX_RAN_STEPS = 1000;
+
 export const CompleteBody = z
   .object({
     result: JsonValue.optional(),
@@ -170,6 +173,9 @@ export const CompleteBody = z
     final_state: JsonValue.optional(),
     // Spool: the spans of the steps still unreported, written with the completion (no extra call).
     step_spans: z.array(StepSpanInput).max(1000).optional(),
+    // Spool: the keys of the steps this push ran whose spans were stored before (…/step-spans): with
+    // step_spans they let a run whose every step ran in this push end in one statement.
+    ran_steps: z.array(Text.min(1).max(500)).max(MAX_RAN_STEPS).optional(),
     // Spool: the run's last step result, not stored yet: stored first (first write wins), then the run
     // completes, in one round trip. 409 with details.reason "step_superseded" when another worker's
     // result for that step was stored first: the worker replays the run from its journal.
