@@ -6,11 +6,11 @@ describe("queue concurrency limit across worker processes", () => {
   let sys: System;
   beforeAll(async () => {
     sys = await startSystem();
-    // Each process would run 8 at once; only the queue's limit of 2 holds them back.
-    await Promise.all([
-      sys.startWorker({ SPOOL_WORKER_CONCURRENCY: "8" }),
-      sys.startWorker({ SPOOL_WORKER_CONCURRENCY: "8" }),
-    ]);
+    // Each process would run 8 at once; only the queue's limit of 2 holds them back. No worker dies
+    // here: a lock of 30 s (not the harness's 2 s, made for crash tests) keeps a busy machine's late
+    // lock renewal from handing a run to the other worker, which would run its step again.
+    const env = { SPOOL_WORKER_CONCURRENCY: "8", SPOOL_JOB_LOCK_MS: "30000" };
+    await Promise.all([sys.startWorker(env), sys.startWorker(env)]);
   });
   afterAll(() => sys?.stop());
 
