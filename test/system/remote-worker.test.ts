@@ -201,6 +201,14 @@ describe("a remote worker with nothing but the API (createWorker, push protocol)
     ]);
   });
 
+  it("a result that fits, with step keys that do not fit beside it, is sent alone and the run completes", async () => {
+    const { execution_id } = await sys.client.run("r-many-then-big", {});
+    const done = await finished(execution_id);
+    expect(done.status).toBe("completed");
+    expect((done.result as string).length).toBe(1024 * 1024 - 40 * 1024);
+    expect(await sys.client.executions.steps(execution_id)).toHaveLength(200);
+  });
+
   it("cancelling a run in the middle of a step tells its worker, which stores nothing more", async () => {
     const { execution_id } = await sys.client.run("r-crashable", {});
     await eventually(async () =>

@@ -237,20 +237,20 @@ export function createHttpHost(o: {
         new WorkflowResultTooLargeError(
           refusalMessage(`workflow '${push.workflow_id}'`, result, err, "WorkflowResultTooLargeError"),
         );
+      const ranSteps =
+        spansStored.size > 0 && spansStored.size <= MAX_RAN_STEPS ? [...spansStored] : undefined;
       try {
         return await settle("/complete", {
           result,
           worker_id: o.workerId(),
           ...(items.length > 0 ? { step_spans: items.map(toStepSpan) } : {}),
-          ...(spansStored.size > 0 && spansStored.size <= MAX_RAN_STEPS
-            ? { ran_steps: [...spansStored] }
-            : {}),
+          ...(ranSteps ? { ran_steps: ranSteps } : {}),
           ...(lastStep ? { last_step: toWireWrite(lastStep) } : {}),
         });
       } catch (err) {
         // Refused as too large (processRun then fails the run); the spans and the held-back last
-        // step still go, on their own. If the body limit refused it, they may be what made it too
-        // large: the result goes again without them.
+        // step still go, on their own. If the body limit refused it, they (or `ran_steps`) may be
+        // what made it too large: the result goes again without them.
         if (!isTooLarge(err)) throw err;
         if (items.length > 0) {
           await call("POST", `${run}/step-spans`, { steps: items.map(toStepSpan) }).catch((e) =>
@@ -258,7 +258,8 @@ export function createHttpHost(o: {
           );
         }
         if (lastStep) await saveLastStep(lastStep);
-        if ((items.length === 0 && !lastStep) || refusedAs(err, "WorkflowResultTooLargeError")) {
+        const sentExtras = items.length > 0 || lastStep !== undefined || ranSteps !== undefined;
+        if (!sentExtras || refusedAs(err, "WorkflowResultTooLargeError")) {
           throw tooLarge(err);
         }
         try {
