@@ -3,6 +3,9 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import type { SerializedError } from "../workflow/errors.js";
 
+/** At most this many `ran_steps` in a completion (a longer run completes without them). */
+export const MAX_RAN_STEPS = 1000;
+
 /** The push body: the Polos SDKs read the protocol's fields; fields marked Spool are extensions. */
 export interface PushRequest {
   worker_id: string;

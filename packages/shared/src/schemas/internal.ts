@@ -3,6 +3,7 @@
 // (marked "Spool"), never fewer.
 import { z } from "@hono/zod-openapi";
 import { ClientId } from "../ids.js";
+import { MAX_RAN_STEPS } from "../protocol/push.js";
 import { JsonObject, JsonValue, MAX_INT4, Text, Timestamp } from "./common.js";
 import { ExecutionError } from "./executions.js";
 
@@ -162,9 +163,6 @@ export const StepSpanInput = z
 
 /** The worker the protocol's settle calls name (a uuid for a registered worker; anything else is no worker). */
 const CallerWorkerId = Text.max(100).nullish();
-
-/** At most this many `ran_steps` in a completion (a longer run completes without them). */
-export const MAX_RAN_STEPS = 1000;
 
 export const CompleteBody = z
   .object({
