@@ -67,6 +67,8 @@ export class PushDispatcher {
    * start, whose transaction holds the row longer still.
    */
   private readonly quickStarts = new OneAtATime();
+  /** Queues this process found shared with workflows only in-cluster workers serve (warned once). */
+  private readonly sharedQueues = new Set<string>();
 
   constructor(
     private readonly engine: Engine,
@@ -312,6 +314,7 @@ export class PushDispatcher {
    */
   private async notPushedHere(job: Job<JobData, string>, token: string | undefined, run: Execution) {
     const elsewhere = await servedElsewhere(this.engine.prisma, run.projectId, run.workflowId, null);
+    if (elsewhere) this.warnSharedQueue(run);
     if (elsewhere || (await servedByAnyPushWorker(this.engine.prisma, run.projectId, run.workflowId))) {
       await job.moveToDelayed(Date.now() + (elsewhere ? NOT_PUSHED_HERE_DELAY_MS : AWAY_DELAY_MS), token);
       throw new DelayedError();
@@ -320,6 +323,22 @@ export class PushDispatcher {
     if (started.status !== "started") return "stale";
     await this.engine.executions.notLoaded(started.execution, claimOf(started.execution), null);
     return "not_loaded";
+  }
+
+  /**
+   * Every consumer of a BullMQ queue takes its jobs: on a queue shared by push-served and
+   * in-cluster-only workflows, this dispatcher and the in-cluster workers take each other's runs and
+   * put them back, a quarter of a second to a second each time. Said once per queue, with the cure.
+   */
+  private warnSharedQueue(run: Execution): void {
+    const key = `${run.projectId}/${run.dispatchQueue}`;
+    if (this.sharedQueues.has(key) || this.sharedQueues.size >= 10_000) return;
+    this.sharedQueues.add(key);
+    this.o.logger.warn(
+      { project_id: run.projectId, queue: run.dispatchQueue, workflow_id: run.workflowId },
+      "this queue holds workflows that only in-cluster workers serve and workflows that push workers serve: " +
+        "each kind takes the other's runs and hands them back, which delays them; give them queues of their own",
+    );
   }
 
   /** Every push worker of the workflow is full or paused: look again soon (sooner while it is new). */
