@@ -1,6 +1,6 @@
 import type { Worker } from "@spool/db";
 import { type PushRequest, SIGNATURE_HEADER, signPush } from "@spool/shared";
-import { type HttpAnswer, httpRequest } from "../util/http-json.js";
+import { type HttpAnswer, httpRequest, succeeded } from "../util/http-json.js";
 
 /** How a push worker answered. */
 export type PushOutcome =
@@ -35,8 +35,6 @@ function post(worker: PushTarget, path: string, body: unknown, timeoutMs: number
   });
 }
 
-const ok = (res: HttpAnswer) => res.status >= 200 && res.status < 300;
-
 /** `POST {push_endpoint_url}/execute`: hands the run to the worker, which runs it in the background. */
 export async function sendPush(
   worker: PushTarget,
@@ -46,7 +44,7 @@ export async function sendPush(
   try {
     const res = await post(worker, "execute", body, timeoutMs);
     const answer = res.text;
-    if (ok(res)) return { kind: "accepted" };
+    if (succeeded(res)) return { kind: "accepted" };
     if (res.status === 429) return { kind: "busy" };
     if (res.status === 400 && /worker id mismatch/i.test(answer)) return { kind: "mismatch" };
     return { kind: "failed", reason: `HTTP ${res.status} ${answer.slice(0, 200)}` };
@@ -65,7 +63,7 @@ export async function sendCancel(
   try {
     // The body names the run too, so the signature binds the cancel to it.
     const body = { execution_id: executionId };
-    return ok(await post(worker, `cancel/${encodeURIComponent(executionId)}`, body, timeoutMs));
+    return succeeded(await post(worker, `cancel/${encodeURIComponent(executionId)}`, body, timeoutMs));
   } catch {
     return false;
   }

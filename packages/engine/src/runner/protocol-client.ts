@@ -1,6 +1,6 @@
 // How a remote worker talks to Spool: JSON over HTTP with the project's API key. Every worker-facing
 // write is idempotent on the server, so a call whose answer was lost is simply made again.
-import { httpRequest } from "../util/http-json.js";
+import { httpRequest, succeeded } from "../util/http-json.js";
 
 export interface ProtocolClientOptions {
   apiUrl: string;
@@ -78,7 +78,7 @@ export function createProtocolClient(o: ProtocolClientOptions) {
       let failure: unknown;
       try {
         const { res, parsed } = await once(method, path, body, headers);
-        if (res.status >= 200 && res.status < 300) return parsed as T;
+        if (succeeded(res)) return parsed as T;
         const e = (parsed ?? {}) as { error?: string; error_type?: string; details?: unknown };
         const redirect = res.status >= 300 && res.status < 400;
         const error = new ProtocolError(

@@ -21,6 +21,9 @@ export interface HttpAnswer {
   text: string;
 }
 
+/** A 2xx answer. */
+export const succeeded = (answer: HttpAnswer) => answer.status >= 200 && answer.status < 300;
+
 export interface HttpRequest {
   method: string;
   headers: Record<string, string>;
