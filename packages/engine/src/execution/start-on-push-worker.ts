@@ -46,6 +46,12 @@ const roomOnPushWorker = (workerId: string, max: string) => `
              SELECT 1 FROM queues q WHERE q.project_id = e.project_id AND q.name = e.queue_name
                                       AND q.concurrency_limit IS NOT NULL))`;
 
+// Every start of a run on a push worker (when `started` holds) moves the worker's push_starts on, so
+// a concurrent start that counted the worker's runs before this one committed can tell (see
+// START_QUEUED_ON_PUSH_WORKER).
+const countStartOn = (workerId: string, started: string) => `
+    UPDATE workers SET push_starts = (push_starts + 1) % 2147483647 WHERE id = ${workerId} AND ${started}`;
+
 // Purpose: the least loaded online push worker of the workflow that is not paused, locked. With
 // SKIP LOCKED a start takes another worker than one a concurrent start holds; without it (when all
 // were held, as with a single worker), it waits its turn. Params: project, workflow. Locks: that
@@ -60,14 +66,15 @@ const LOCK_PUSH_WORKER = lockPushWorker(false);
 // Purpose: queued|running → running on the locked worker with a new lease, if the worker has room
 // (counted after its lock, so no other start is missed) and the run's lane has no limit; with the
 // run's journal. Params: execution, dispatch seq, lease, worker, the worker's max (null: none), now,
-// from-statuses. Locks: the execution row. Result: the started row and its journal, or none (the
-// run moved on, no room, or a limited lane).
+// from-statuses. Locks: the execution row (the worker's is held already). Result: the started row
+// and its journal, or none (the run moved on, no room, or a limited lane).
 const TAKE_FOR_PUSH = `
   WITH taken AS (
     UPDATE executions e ${takeOnPushWorker("$4::uuid", "$6")}
      WHERE e.id = $1::uuid AND e.dispatch_seq = $2 AND e.lease = $3 AND e.status = ANY($7::text[])
        AND ${roomOnPushWorker("$4::uuid", "$5::int")}
-    RETURNING ${executionFields("e")})
+    RETURNING ${executionFields("e")}),
+  counted AS (${countStartOn("$4::uuid", "EXISTS (SELECT 1 FROM taken)")})
   SELECT taken.*, ${journalColumns("$1::uuid")} FROM taken`;
 
 /** How the one-statement start names the chosen worker's fields in its result. */
@@ -76,16 +83,19 @@ const WORKER_PREFIX = "worker.";
 // Purpose: a job's queued run → running on the least loaded push worker with room, in one statement
 // that reads nothing first and never waits: the worker and the run are locked (SKIP LOCKED) by the
 // same statement, so the worker's running runs are counted in the statement's snapshot. A start on
-// the same worker that commits between that snapshot and the lock (another replica's, or this
-// process's exact path) is not counted: the worker may get one run past its max, which it answers
-// with 429 (the push is then tried again). Params: execution, dispatch seq, now. Locks: the worker's
-// row, the execution row. Result: the started row, its journal and the worker (WORKER_PREFIX), or
-// none (the run is not queued under this dispatch or is locked, no unlocked worker with room, a
-// limited lane).
+// the same worker that committed between that snapshot and the lock (another replica's, or this
+// process's exact path) is not in that count, but it moved the worker's push_starts on: locking the
+// row re-checks the conditions on its latest version, where push_starts no longer equals the
+// snapshot's, so the worker is not chosen (the caller counts again under the lock, in a statement of
+// its own). A worker is never pushed past its max by Spool's own count. Params: execution, dispatch seq,
+// now. Locks: the worker's row, the execution row. Result: the started row, its journal and the
+// worker (WORKER_PREFIX), or none (the run is not queued under this dispatch or is locked, no
+// unlocked worker with room, a start committed meanwhile, a limited lane).
 const START_QUEUED_ON_PUSH_WORKER = `
   WITH chosen AS (
     SELECT ${workerFields("w", WORKER_PREFIX)} FROM workers w, executions r
      WHERE r.id = $1::uuid AND r.dispatch_seq = $2 AND r.status = 'queued'
+       AND w.push_starts = (SELECT s.push_starts FROM workers s WHERE s.id = w.id)
        AND ${pushWorkerFor("r.project_id", "r.workflow_id")}
      FOR UPDATE OF w, r SKIP LOCKED),
   taken AS (
@@ -93,7 +103,8 @@ const START_QUEUED_ON_PUSH_WORKER = `
       FROM chosen
      WHERE e.id = $1::uuid AND e.dispatch_seq = $2 AND e.status = 'queued'
        AND ${roomOnPushWorker(`chosen."${WORKER_PREFIX}id"`, `chosen."${WORKER_PREFIX}maxConcurrentExecutions"`)}
-    RETURNING ${executionFields("e")})
+    RETURNING ${executionFields("e")}),
+  counted AS (${countStartOn(`(SELECT "${WORKER_PREFIX}id" FROM chosen)`, "EXISTS (SELECT 1 FROM taken)")})
   SELECT taken.*, chosen.*, ${journalColumns("$1::uuid")} FROM taken, chosen`;
 
 type StartedOnPushWorker = { execution: Execution; worker: Worker; journal: JournalRows };
@@ -205,7 +216,9 @@ export async function startOnPushWorker(
       const running = await tx.execution.count({ where: { workerId: w.id, status: "running" } });
       if (w.maxConcurrentExecutions !== null && running >= w.maxConcurrentExecutions) return "full" as const;
       const taken = await takeRunInLane(tx, e, w.id);
-      return taken.status === "started" ? { execution: taken.execution, worker: w } : taken.status;
+      if (taken.status !== "started") return taken.status;
+      await tx.$executeRawUnsafe(countStartOn("$1::uuid", "true"), w.id);
+      return { execution: taken.execution, worker: w };
     }, TX_OPTIONS);
     if (outcome === "stale" || outcome === "slot_wait") return { status: outcome };
     if (outcome !== "full") return { status: "started", ...outcome };

@@ -1,0 +1,48 @@
+// Two API replicas start queued runs on the same push worker at the same moment. Each start counts
+// the worker's running runs against its max; one that counted before the other's start committed
+// must not take the worker past its max (the worker would answer 429 and be left alone for a while).
+import { createDatabase } from "@spool/db";
+import { afterAll, describe, expect, it } from "vitest";
+import { startQueuedOnPushWorker } from "../../src/execution/start-on-push-worker.js";
+import { createTestEngine } from "../engine-fixture.js";
+import { databaseOfThisFile } from "../file-database.js";
+
+describe("starts on a push worker from two processes at once", () => {
+  it("never take the worker past its max_concurrent_executions", async () => {
+    const { engine, prisma, projectId } = await createTestEngine();
+    // The other replica: its own connections to the same database.
+    const other = createDatabase({ databaseUrl: await databaseOfThisFile(), maxConnections: 2 });
+    afterAll(async () => {
+      await other.prisma.$disconnect();
+      await other.pool.end();
+    });
+    const worker = await engine.workers.register(projectId, {
+      deploymentId: "d1",
+      mode: "push",
+      pushEndpointUrl: "http://127.0.0.1:9/",
+      maxConcurrentExecutions: 1,
+      capabilities: { workflow_ids: ["wf"] },
+    });
+    const queued = async () => {
+      const { receipt } = await engine.executions.run(projectId, { workflowId: "wf", input: {} });
+      return receipt.execution_id;
+    };
+
+    for (let round = 0; round < 100; round++) {
+      const [a, b] = [await queued(), await queued()];
+      const started = await Promise.all([
+        startQueuedOnPushWorker(engine.pool, { executionId: a, dispatchSeq: 0 }),
+        startQueuedOnPushWorker(other.pool, { executionId: b, dispatchSeq: 0 }),
+      ]);
+      // One of them takes the one slot; the other finds it taken (or the worker locked) and leaves
+      // its run queued for the caller's slower path, which counts again under the worker's lock.
+      expect(started.filter(Boolean)).toHaveLength(1);
+      expect(await prisma.execution.count({ where: { workerId: worker.id, status: "running" } })).toBe(1);
+      // The slot frees for the next round, as a run that ends frees it.
+      await prisma.execution.updateMany({
+        where: { id: { in: [a, b] } },
+        data: { status: "cancelled", workerId: null },
+      });
+    }
+  });
+});

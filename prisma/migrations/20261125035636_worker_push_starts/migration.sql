@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "workers" ADD COLUMN     "push_starts" INTEGER NOT NULL DEFAULT 0;
