@@ -72,13 +72,19 @@ export function sampleRss(pids: Record<string, number>, intervalMs = 200) {
 
 const CLK_TCK = 100; // USER_HZ on Linux
 
-/** utime + stime of a process in seconds (null when gone or unreadable). */
+/**
+ * CPU seconds of a process and of its children that have exited (null when gone or unreadable).
+ * The children count because Postgres forks a backend per connection: one that exits (a pool
+ * closing an idle connection) takes its CPU time out of the sum of live processes, and only its
+ * parent's cutime/cstime keeps it. Without them a window in which a backend exited read too little
+ * Postgres CPU, down to nothing.
+ */
 function cpuSecondsOf(pid: number): number | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    // After "pid (comm) ": state is field 3, utime field 14, stime field 15.
-    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+    // After "pid (comm) ": state is field 3, utime, stime, cutime, cstime fields 14 to 17.
+    return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / CLK_TCK;
   } catch {
     return null;
   }
