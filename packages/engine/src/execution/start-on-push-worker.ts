@@ -35,13 +35,13 @@ const pushWorkerFor = (projectId: string, workflowId: string) => `
             random()
    LIMIT 1`;
 
-// The start of run e on a push worker (alias e); roomOnPushWorker: if the worker has room and e's
-// lane has no limit.
+// The start of run e on a push worker (alias e); roomOnPushWorker: if the worker has room (its
+// running runs counted, plus `missed`: starts the count may not see) and e's lane has no limit.
 const takeOnPushWorker = (workerId: string, now: string) => `
        SET status = '${START.to}', worker_id = ${workerId}, started_at = COALESCE(e.started_at, ${now}),
            lease = e.lease + 1, slot_waiting_since = NULL, updated_at = ${now}`;
-const roomOnPushWorker = (workerId: string, max: string) => `
-       (${max} IS NULL OR ${runningOn(workerId)} < ${max})
+const roomOnPushWorker = (workerId: string, max: string, missed = "0") => `
+       (${max} IS NULL OR ${runningOn(workerId)} + ${missed} < ${max})
        AND NOT (e.status = 'queued' AND EXISTS (
              SELECT 1 FROM queues q WHERE q.project_id = e.project_id AND q.name = e.queue_name
                                       AND q.concurrency_limit IS NOT NULL))`;
@@ -49,8 +49,14 @@ const roomOnPushWorker = (workerId: string, max: string) => `
 // Every start of a run on a push worker (when `started` holds) moves the worker's push_starts on, so
 // a concurrent start that counted the worker's runs before this one committed can tell (see
 // START_QUEUED_ON_PUSH_WORKER).
+const PUSH_STARTS_MOD = 2147483647;
 const countStartOn = (workerId: string, started: string) => `
-    UPDATE workers SET push_starts = (push_starts + 1) % 2147483647 WHERE id = ${workerId} AND ${started}`;
+    UPDATE workers SET push_starts = (push_starts + 1) % ${PUSH_STARTS_MOD} WHERE id = ${workerId} AND ${started}`;
+// How many starts on the worker committed after the statement's snapshot: its push_starts as locked
+// (the latest version) less the snapshot's.
+const startsSinceSnapshot = (workerId: string, lockedStarts: string) => `
+       ((${lockedStarts}::bigint - (SELECT s.push_starts FROM workers s WHERE s.id = ${workerId}) + ${PUSH_STARTS_MOD})
+         % ${PUSH_STARTS_MOD})`;
 
 // Purpose: the least loaded online push worker of the workflow that is not paused, locked. With
 // SKIP LOCKED a start takes another worker than one a concurrent start holds; without it (when all
@@ -84,25 +90,28 @@ const WORKER_PREFIX = "worker.";
 // that reads nothing first and never waits: the worker and the run are locked (SKIP LOCKED) by the
 // same statement, so the worker's running runs are counted in the statement's snapshot. A start on
 // the same worker that committed between that snapshot and the lock (another replica's, or this
-// process's exact path) is not in that count, but it moved the worker's push_starts on: locking the
-// row re-checks the conditions on its latest version, where push_starts no longer equals the
-// snapshot's, so the worker is not chosen (the caller counts again under the lock, in a statement of
-// its own). A worker is never pushed past its max by Spool's own count. Params: execution, dispatch seq,
-// now. Locks: the worker's row, the execution row. Result: the started row, its journal and the
-// worker (WORKER_PREFIX), or none (the run is not queued under this dispatch or is locked, no
-// unlocked worker with room, a start committed meanwhile, a limited lane).
+// process's exact path) is not in that count, but it moved the worker's push_starts on, and the
+// locked row is its latest version: the starts since the snapshot are added to the count, so a
+// worker is never pushed past its max by Spool's own count (the run is taken only with room left
+// even if every missed start still runs; otherwise the caller counts again under the lock, in a
+// statement of its own). Params: execution, dispatch seq, now. Locks: the worker's row, the
+// execution row. Result: the started row, its journal and the worker (WORKER_PREFIX), or none (the
+// run is not queued under this dispatch or is locked, no unlocked worker with room, a limited lane).
 const START_QUEUED_ON_PUSH_WORKER = `
   WITH chosen AS (
     SELECT ${workerFields("w", WORKER_PREFIX)} FROM workers w, executions r
      WHERE r.id = $1::uuid AND r.dispatch_seq = $2 AND r.status = 'queued'
-       AND w.push_starts = (SELECT s.push_starts FROM workers s WHERE s.id = w.id)
        AND ${pushWorkerFor("r.project_id", "r.workflow_id")}
      FOR UPDATE OF w, r SKIP LOCKED),
   taken AS (
     UPDATE executions e ${takeOnPushWorker(`chosen."${WORKER_PREFIX}id"`, "$3")}
       FROM chosen
      WHERE e.id = $1::uuid AND e.dispatch_seq = $2 AND e.status = 'queued'
-       AND ${roomOnPushWorker(`chosen."${WORKER_PREFIX}id"`, `chosen."${WORKER_PREFIX}maxConcurrentExecutions"`)}
+       AND ${roomOnPushWorker(
+         `chosen."${WORKER_PREFIX}id"`,
+         `chosen."${WORKER_PREFIX}maxConcurrentExecutions"`,
+         startsSinceSnapshot(`chosen."${WORKER_PREFIX}id"`, `chosen."${WORKER_PREFIX}pushStarts"`),
+       )}
     RETURNING ${executionFields("e")}),
   counted AS (${countStartOn(`(SELECT "${WORKER_PREFIX}id" FROM chosen)`, "EXISTS (SELECT 1 FROM taken)")})
   SELECT taken.*, chosen.*, ${journalColumns("$1::uuid")} FROM taken, chosen`;

@@ -3,7 +3,7 @@
 // must not take the worker past its max (the worker would answer 429 and be left alone for a while).
 import { createDatabase } from "@spool/db";
 import { afterAll, describe, expect, it } from "vitest";
-import { startQueuedOnPushWorker } from "../../src/execution/start-on-push-worker.js";
+import { startOnPushWorker, startQueuedOnPushWorker } from "../../src/execution/start-on-push-worker.js";
 import { createTestEngine } from "../engine-fixture.js";
 import { databaseOfThisFile } from "../file-database.js";
 
@@ -44,5 +44,37 @@ describe("starts on a push worker from two processes at once", () => {
         data: { status: "cancelled", workerId: null },
       });
     }
+  });
+
+  it("every way of starting a run on a push worker moves its push_starts on", async () => {
+    const { engine, prisma, projectId } = await createTestEngine();
+    await engine.registry.registerQueues(projectId, "d1", [{ name: "narrow", concurrencyLimit: 5 }]);
+    const worker = await engine.workers.register(projectId, {
+      deploymentId: "d1",
+      mode: "push",
+      pushEndpointUrl: "http://127.0.0.1:9/",
+      maxConcurrentExecutions: 5,
+      capabilities: { workflow_ids: ["wf"] },
+    });
+    const queued = async (queueName?: string) => {
+      const { receipt } = await engine.executions.run(projectId, { workflowId: "wf", input: {}, queueName });
+      return prisma.execution.findUniqueOrThrow({ where: { id: receipt.execution_id } });
+    };
+    const pushStarts = async () =>
+      (await prisma.worker.findUniqueOrThrow({ where: { id: worker.id } })).pushStarts;
+
+    // The one-statement start of a job's first try.
+    const first = await queued();
+    expect(
+      await startQueuedOnPushWorker(engine.pool, { executionId: first.id, dispatchSeq: 0 }),
+    ).not.toBeNull();
+    expect(await pushStarts()).toBe(1);
+    // The exact path: the worker locked, its runs counted in a statement of their own.
+    expect((await startOnPushWorker(engine, { execution: await queued() })).status).toBe("started");
+    expect(await pushStarts()).toBe(2);
+    // A run of a lane with a limit: its slot counted too, in a transaction.
+    expect((await startOnPushWorker(engine, { execution: await queued("narrow") })).status).toBe("started");
+    expect(await pushStarts()).toBe(3);
+    expect(await prisma.execution.count({ where: { workerId: worker.id, status: "running" } })).toBe(3);
   });
 });
