@@ -35,8 +35,9 @@ export const DEFAULT_MAX_STEP_RESULT_BYTES = 1024 * 1024;
  *
  * A remote worker's result reaches the API inside a request body, so the API's SPOOL_MAX_BODY_BYTES
  * (default 1 MiB too) bounds it as well: a result near this limit plus its envelope (step key, error,
- * span data, the keys of the steps whose spans went before) can pass the body limit first. Both answer 413 PAYLOAD_TOO_LARGE and the worker fails
- * the step either way; to raise the limit, raise SPOOL_MAX_BODY_BYTES with it (a few KiB above).
+ * span data, the keys of the steps whose spans went before) can pass the body limit first. Both
+ * answer 413 PAYLOAD_TOO_LARGE and the worker fails the step either way; to raise the limit, raise
+ * SPOOL_MAX_BODY_BYTES with it (a few KiB above).
  */
 export const MaxStepResultBytes = z.coerce
   .number({ error: "must be a number of bytes, e.g. 1048576 for 1 MiB" })

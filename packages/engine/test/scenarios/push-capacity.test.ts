@@ -7,29 +7,38 @@ import { startOnPushWorker, startQueuedOnPushWorker } from "../../src/execution/
 import { createTestEngine } from "../engine-fixture.js";
 import { databaseOfThisFile } from "../file-database.js";
 
+type TestEngine = Awaited<ReturnType<typeof createTestEngine>>;
+
+/** A push worker of workflow "wf" with room for `max` runs, and a way to queue runs of "wf". */
+async function pushWorkerWith({ engine, prisma, projectId }: TestEngine, max: number) {
+  const worker = await engine.workers.register(projectId, {
+    deploymentId: "d1",
+    mode: "push",
+    pushEndpointUrl: "http://127.0.0.1:9/",
+    maxConcurrentExecutions: max,
+    capabilities: { workflow_ids: ["wf"] },
+  });
+  const queued = async (queueName?: string) => {
+    const { receipt } = await engine.executions.run(projectId, { workflowId: "wf", input: {}, queueName });
+    return prisma.execution.findUniqueOrThrow({ where: { id: receipt.execution_id } });
+  };
+  return { worker, queued };
+}
+
 describe("starts on a push worker from two processes at once", () => {
   it("never take the worker past its max_concurrent_executions", async () => {
-    const { engine, prisma, projectId } = await createTestEngine();
+    const test = await createTestEngine();
+    const { engine, prisma } = test;
     // The other replica: its own connections to the same database.
     const other = createDatabase({ databaseUrl: await databaseOfThisFile(), maxConnections: 2 });
     afterAll(async () => {
       await other.prisma.$disconnect();
       await other.pool.end();
     });
-    const worker = await engine.workers.register(projectId, {
-      deploymentId: "d1",
-      mode: "push",
-      pushEndpointUrl: "http://127.0.0.1:9/",
-      maxConcurrentExecutions: 1,
-      capabilities: { workflow_ids: ["wf"] },
-    });
-    const queued = async () => {
-      const { receipt } = await engine.executions.run(projectId, { workflowId: "wf", input: {} });
-      return receipt.execution_id;
-    };
+    const { worker, queued } = await pushWorkerWith(test, 1);
 
     for (let round = 0; round < 100; round++) {
-      const [a, b] = [await queued(), await queued()];
+      const [a, b] = [(await queued()).id, (await queued()).id];
       const started = await Promise.all([
         startQueuedOnPushWorker(engine.pool, { executionId: a, dispatchSeq: 0 }),
         startQueuedOnPushWorker(other.pool, { executionId: b, dispatchSeq: 0 }),
@@ -47,19 +56,10 @@ describe("starts on a push worker from two processes at once", () => {
   });
 
   it("every way of starting a run on a push worker moves its push_starts on", async () => {
-    const { engine, prisma, projectId } = await createTestEngine();
+    const test = await createTestEngine();
+    const { engine, prisma, projectId } = test;
     await engine.registry.registerQueues(projectId, "d1", [{ name: "narrow", concurrencyLimit: 5 }]);
-    const worker = await engine.workers.register(projectId, {
-      deploymentId: "d1",
-      mode: "push",
-      pushEndpointUrl: "http://127.0.0.1:9/",
-      maxConcurrentExecutions: 5,
-      capabilities: { workflow_ids: ["wf"] },
-    });
-    const queued = async (queueName?: string) => {
-      const { receipt } = await engine.executions.run(projectId, { workflowId: "wf", input: {}, queueName });
-      return prisma.execution.findUniqueOrThrow({ where: { id: receipt.execution_id } });
-    };
+    const { worker, queued } = await pushWorkerWith(test, 5);
     const pushStarts = async () =>
       (await prisma.worker.findUniqueOrThrow({ where: { id: worker.id } })).pushStarts;
 
