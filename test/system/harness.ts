@@ -143,6 +143,8 @@ export interface SystemOptions {
    * sweeps), which the other test files' schedulers would otherwise do first on the shared one.
    */
   ownDatabase?: boolean;
+  /** A database elsewhere (already migrated), e.g. a Postgres the test crashes and restarts. */
+  databaseUrl?: string;
   workflowsModule?: string;
   workerEnv?: Record<string, string>;
   heartbeatIntervalSeconds?: number;
@@ -186,18 +188,20 @@ const INFRASTRUCTURE_ENV = [
 ];
 
 export async function startSystem(options: SystemOptions = {}): Promise<System> {
-  const databaseUrl = options.ownDatabase ? await databaseOfThisFile() : inject("databaseUrl");
+  const databaseUrl =
+    options.databaseUrl ?? (options.ownDatabase ? await databaseOfThisFile() : inject("databaseUrl"));
   // The fixtures' side-effect counter reads this in the test process.
   process.env.SPOOL_TEST_DATABASE_URL = databaseUrl;
   const redisUrl = options.redisUrl ?? inject("redisUrl");
   const logger = createLogger("test-api", "silent");
-  const { prisma, pool } = createDatabase({ databaseUrl, maxConnections: 10 });
+  const { prisma, pool, asyncCommitPool } = createDatabase({ databaseUrl, maxConnections: 10 });
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true });
   redis.on("error", () => {});
   const adminKey = generateApiKey("sk_admin_");
   const engine = new Engine({
     prisma,
     pool,
+    asyncCommitPool,
     redis,
     redisUrl,
     logger,
@@ -226,6 +230,8 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
   });
   pushDispatcher.start();
   const db = new pg.Pool({ connectionString: databaseUrl, max: 4 });
+  // An idle connection dropped by a Postgres the test restarts must not fail the test file.
+  db.on("error", () => {});
   await db.query(`BEGIN; ${SIDE_EFFECTS_DDL}; COMMIT;`);
 
   const procs: Proc[] = [];
@@ -322,7 +328,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
       await eventHub.close();
       await engine.close();
       await prisma.$disconnect();
-      await pool.end();
+      await Promise.all([pool.end(), asyncCommitPool.end()]);
       redis.disconnect();
       await db.end();
     },

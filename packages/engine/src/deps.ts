@@ -11,6 +11,12 @@ export interface EngineDeps {
   prisma: PrismaClient;
   /** The same connections as `prisma`'s, for the hot path's raw SQL (one round trip per verb). */
   pool: pg.Pool;
+  /**
+   * Commits that do not wait for the disk (createDatabase's asyncCommitPool), for two writes only: a
+   * worker's start (start-execution.ts) and the insert of a `?wait` run (Executions.runAndWait).
+   * `pool` where the process has none.
+   */
+  asyncCommitPool: pg.Pool;
   dispatcher: Dispatcher;
   logger: Logger;
   /** Announcements only (finished runs, publishes); never a source of truth. */

@@ -25,6 +25,8 @@ export interface EngineOptions {
   prisma: PrismaClient;
   /** The pool `prisma` runs on (createDatabase): the hot path queries it directly. */
   pool: pg.Pool;
+  /** createDatabase's pool of asynchronous commits, for the writes deps.ts names; else `pool`. */
+  asyncCommitPool?: pg.Pool;
   redis: Redis;
   redisUrl: string;
   logger: Logger;
@@ -81,6 +83,7 @@ export class Engine {
     const deps: EngineDeps = {
       prisma: options.prisma,
       pool: options.pool,
+      asyncCommitPool: options.asyncCommitPool ?? options.pool,
       dispatcher: this.dispatcher,
       logger: options.logger,
       redis: options.redis,

@@ -10,12 +10,16 @@ import { databaseOfThisFile } from "./file-database.js";
 export async function createTestEngine(
   options: { clock?: () => Date; workflows?: string[]; limits?: { maxQueuesPerProject?: number } } = {},
 ) {
-  const { prisma, pool } = createDatabase({ databaseUrl: await databaseOfThisFile(), maxConnections: 5 });
+  const { prisma, pool, asyncCommitPool } = createDatabase({
+    databaseUrl: await databaseOfThisFile(),
+    maxConnections: 5,
+  });
   const redis = new Redis(inject("redisUrl"), { lazyConnect: true, maxRetriesPerRequest: 1 });
   redis.on("error", () => {});
   const engine = new Engine({
     prisma,
     pool,
+    asyncCommitPool,
     redis,
     redisUrl: inject("redisUrl"),
     logger: createLogger("engine-test", "silent"),
@@ -25,7 +29,7 @@ export async function createTestEngine(
   afterAll(async () => {
     await engine.close();
     await prisma.$disconnect();
-    await pool.end();
+    await Promise.all([pool.end(), asyncCommitPool.end()]);
     redis.disconnect();
   });
   const project = await engine.projects.create({ name: "engine-test" });

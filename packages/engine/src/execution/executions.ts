@@ -6,6 +6,7 @@ import {
   isUuid,
   isWaitOver,
   notFound,
+  SpoolError,
   timeCursorOf,
   toPage,
   type WaitUntil,
@@ -26,6 +27,7 @@ import {
   createExecutions,
   createRootRun,
   isPlainRootRun,
+  makeRunDurable,
   type RunRequest,
   runDispatch,
 } from "./create-executions.js";
@@ -118,12 +120,25 @@ export class Executions {
   ) {
     if (w.waitMs > 0 && !idempotencyKey && isPlainRootRun(request) && !waitedChildrenOf([request], false)) {
       const id = randomUUID();
+      // The insert's commit does not wait for the disk: this client is told of the run only by the
+      // answer, and a run that is over (or parked) got there through a synchronous commit, which
+      // made the insert durable too. The answer that the wait ran out makes it durable first. A Postgres
+      // crash before either loses a run that nobody was told of, and the client gets an error.
+      // (An Idempotency-Key takes the path below: a repeat of its request is answered from the row.)
       const execution = await this.watcher.wait(id, () => this.get(projectId, id), w.waitMs, {
         done: (e) => isWaitOver(e.status, w.until),
         fromAnnounced: this.announcedView(projectId),
-        first: async () => ({ ...(await this.createPlainRun(projectId, request, id)), suspendedData: null }),
+        first: async () => ({
+          ...(await this.createPlainRun(projectId, request, id, this.deps.asyncCommitPool)),
+          suspendedData: null,
+        }),
         signal: w.signal,
       });
+      if (!isWaitOver(execution.status, w.until) && !(await makeRunDurable(this.deps.pool, id)))
+        throw new SpoolError(
+          "SERVICE_UNAVAILABLE",
+          "the database restarted before the run was stored; run it again",
+        );
       return { execution, replayed: false };
     }
     const { receipt, replayed } = await this.run(projectId, request, idempotencyKey);
@@ -158,8 +173,8 @@ export class Executions {
   }
 
   /** The hot path of a plain root run: one statement, then its job. */
-  private async createPlainRun(projectId: string, request: RunRequest, id?: string) {
-    const execution = await createRootRun(this.deps.pool, projectId, request, id);
+  private async createPlainRun(projectId: string, request: RunRequest, id?: string, pool = this.deps.pool) {
+    const execution = await createRootRun(pool, projectId, request, id);
     this.deps.metrics.runsCreated([execution]);
     await this.deps.dispatcher.dispatch([runDispatch(execution)]);
     return execution;

@@ -1,0 +1,79 @@
+// A Postgres of this file's own (durable, on a data directory kept across its restart), so the test
+// may crash it: `POST …/run?wait=` inserts its run with a commit that does not wait for the disk
+// (docs/architecture.md, "Two commits that do not wait for the disk"), and whatever the answer tells
+// the client must still be there after a crash.
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { deployMigrations } from "../../packages/db/scripts/migrate.mjs";
+import { type ServicesHandle, startServicesProcess } from "../../scripts/services-client.mjs";
+import { eventually, freePort, type System, startSystem } from "./harness.js";
+
+describe("Postgres crash: a ?wait answer rests on a durable run", () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "spool-pg-crash-"));
+  let pg: ServicesHandle;
+  let pgPort: number;
+  let sys: System;
+
+  const startPostgres = async () => {
+    // Only Postgres: a set REDIS_URL is passed through (the test Redis is not this file's).
+    pg = await startServicesProcess({
+      dataDir,
+      persistent: true,
+      pgPort,
+      env: { REDIS_URL: "redis://127.0.0.1:1" },
+    });
+  };
+
+  beforeAll(async () => {
+    pgPort = await freePort();
+    await startPostgres();
+    await deployMigrations(pg.databaseUrl);
+    sys = await startSystem({ databaseUrl: pg.databaseUrl });
+    // A workflow no worker serves: its runs stay queued, so the wait runs out.
+    await sys.engine.registry.registerDeployment(sys.projectId, "d1");
+    await sys.engine.registry.registerWorkflows(sys.projectId, "d1", [
+      { workflowId: "unserved", workflowType: "workflow" },
+    ]);
+  }, 120_000);
+
+  afterAll(async () => {
+    await sys?.stop();
+    await pg?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("a run answered as still queued when its wait ran out is there after an immediate shutdown", async () => {
+    const answered = await fetch(`${sys.apiUrl}/api/v1/workflows/unserved/run?wait=0.05`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${sys.apiKey}`,
+        "x-project-id": sys.projectId,
+        "content-type": "application/json",
+      },
+      body: JSON.stringify({ input: { n: 1 } }),
+    });
+    expect(answered.status).toBe(202);
+    const run = (await answered.json()) as { execution_id: string; status: string };
+    expect(run.status).toBe("queued");
+
+    // SIGQUIT: Postgres stops at once, without writing out what is still in its WAL buffers.
+    const pid = Number(readFileSync(join(dataDir, "postgres", "postmaster.pid"), "utf8").split("\n")[0]);
+    process.kill(pid, "SIGQUIT");
+    await pg.exited;
+    await startPostgres();
+
+    // The API's pool reconnects on its own; until it has, it answers 503.
+    const found = await eventually(async () => {
+      const res = await fetch(`${sys.apiUrl}/api/v1/executions/${run.execution_id}`, {
+        headers: { authorization: `Bearer ${sys.apiKey}`, "x-project-id": sys.projectId },
+      });
+      return res.status === 503
+        ? undefined
+        : { status: res.status, body: (await res.json()) as { status: string } };
+    }, 60_000);
+    expect(found.status).toBe(200);
+    expect(found.body.status).toBe("queued");
+  }, 120_000);
+});
