@@ -36,7 +36,7 @@ export interface TestApiOptions {
 }
 
 export function createTestApi(options: TestApiOptions = {}): TestApi {
-  const { prisma, pool, asyncCommitPool } = createDatabase({
+  const { prisma, pool, asyncCommits } = createDatabase({
     databaseUrl: options.databaseUrl ?? inject("databaseUrl"),
     maxConnections: 5,
   });
@@ -52,7 +52,7 @@ export function createTestApi(options: TestApiOptions = {}): TestApi {
   const engine = new Engine({
     prisma,
     pool,
-    asyncCommitPool,
+    asyncCommits,
     redis,
     redisUrl,
     logger,
@@ -73,7 +73,7 @@ export function createTestApi(options: TestApiOptions = {}): TestApi {
     await eventHub.close();
     await engine.close();
     await prisma.$disconnect();
-    await Promise.all([pool.end(), asyncCommitPool.end()]);
+    await Promise.all([pool.end(), asyncCommits.end()]);
     redis.disconnect();
   });
 

@@ -54,7 +54,7 @@ setMaxResultBytes(config.SPOOL_MAX_STEP_RESULT_BYTES);
 
 const logger = createLogger("worker", config.SPOOL_LOG_LEVEL);
 const loaded = await loadWorkflows(config.SPOOL_WORKFLOWS_MODULE);
-const { prisma, pool, asyncCommitPool } = createDatabase({ databaseUrl: config.DATABASE_URL });
+const { prisma, pool } = createDatabase({ databaseUrl: config.DATABASE_URL });
 const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
 redis.on("error", (err) => logger.warn({ err: err.message }, "redis connection error"));
 const { metrics, server: metricsServer } = processMetrics({
@@ -62,15 +62,7 @@ const { metrics, server: metricsServer } = processMetrics({
   host: config.SPOOL_METRICS_HOST,
   logger,
 });
-const engine = new Engine({
-  prisma,
-  pool,
-  asyncCommitPool,
-  redis,
-  redisUrl: config.REDIS_URL,
-  logger,
-  metrics,
-});
+const engine = new Engine({ prisma, pool, redis, redisUrl: config.REDIS_URL, logger, metrics });
 // Spans are stored in Postgres; with a collector configured, they are also exported over OTLP/HTTP.
 exportSpansIfConfigured(engine.traces, { serviceName: "spool-worker", logger });
 const client = createClient({
@@ -137,12 +129,7 @@ async function shutdown(signal: string) {
   stopHeartbeat();
   await client.request("POST", `/workers/${workerId}/deregister`).catch(() => {});
   metricsServer?.close();
-  await Promise.allSettled([
-    engine.close(),
-    prisma.$disconnect().then(() => pool.end()),
-    asyncCommitPool.end(),
-    redis.quit(),
-  ]);
+  await Promise.allSettled([engine.close(), prisma.$disconnect().then(() => pool.end()), redis.quit()]);
   logger.info(drained, "stopped");
   process.exit(0);
 }

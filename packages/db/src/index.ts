@@ -14,14 +14,12 @@ export interface CreateDatabaseOptions {
 /**
  * One process's database access: one `pg` pool, shared by Prisma (schema-typed queries on the cold
  * paths) and the hot path's raw SQL (engine/src/sql), so a process holds one set of connections;
- * and a few connections more, opened only by a process that writes through them (see
- * createAsyncCommitPool).
+ * and a few connections more, opened only by a process that writes through them (AsyncCommits).
  */
 export interface Database {
   prisma: PrismaClient;
   pool: pg.Pool;
-  /** A few more connections, whose commits do not wait for the disk: see createAsyncCommitPool. */
-  asyncCommitPool: pg.Pool;
+  asyncCommits: AsyncCommits;
 }
 
 export function createDatabase({ databaseUrl, maxConnections = 10 }: CreateDatabaseOptions): Database {
@@ -29,23 +27,74 @@ export function createDatabase({ databaseUrl, maxConnections = 10 }: CreateDatab
   return {
     prisma: new PrismaClient({ adapter: new PrismaPg(pool) }),
     pool,
-    asyncCommitPool: createAsyncCommitPool(databaseUrl, Math.max(2, Math.ceil(maxConnections / 4))),
+    asyncCommits: new AsyncCommits(databaseUrl, Math.max(2, Math.ceil(maxConnections / 4)), pool),
   };
 }
 
+/** What raw SQL needs of a pool: one statement, one round trip. */
+export interface Queryable {
+  query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
+}
+
 /**
- * Connections with `synchronous_commit = off`: a commit returns once it is in Postgres' WAL buffers,
- * visible to every session at once, and reaches the disk within 3 × wal_writer_delay (600 ms by
- * default) or with the next synchronous commit, whichever is first: a synchronous commit flushes the
- * WAL up to itself, every earlier commit with it. So a Postgres crash can lose such a commit only
- * while nothing committed after it synchronously. That is for a write whose loss looks like what the
- * engine already recovers from (a worker's start: as if the worker died before its first write), or
- * that nobody has been told of yet (the insert of a run whose client waits for it to end: its end is
- * a synchronous commit). Nothing a client is told may rest on one alone. Connections open on first
- * use only.
+ * Statements whose commit does not wait for the disk (`synchronous_commit = off`): it returns once
+ * it is in Postgres' WAL buffers, visible to every session at once, and reaches the disk with the
+ * next synchronous commit of anyone (which flushes the WAL up to itself, every earlier commit with
+ * it) or within 3 × wal_writer_delay (600 ms by default). A Postgres crash can lose one only while
+ * nothing has committed after it synchronously, so it is only for a write nobody has been told of
+ * and nothing has acted on yet (the engine's one use: Executions.runAndWait). Nothing a client is
+ * told may rest on one alone.
+ *
+ * Its connections (opened on first use) carry the setting in the `options` startup parameter. A
+ * `DATABASE_URL` with `options` of its own replaces it, and a pooler may refuse it (PgBouncer does
+ * unless told to ignore it): then the statements run on the main pool and commit synchronously,
+ * which is only slower. Refused means: this pool could not connect where the main pool could.
  */
-function createAsyncCommitPool(databaseUrl: string, max: number): pg.Pool {
-  return quietPool(new pg.Pool({ connectionString: databaseUrl, max, options: "-c synchronous_commit=off" }));
+export class AsyncCommits implements Queryable {
+  private readonly own: pg.Pool;
+  private refused = false;
+
+  constructor(
+    databaseUrl: string,
+    max: number,
+    private readonly fallback: pg.Pool,
+  ) {
+    this.own = quietPool(
+      new pg.Pool({ connectionString: databaseUrl, max, options: "-c synchronous_commit=off" }),
+    );
+  }
+
+  async query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>> {
+    if (this.refused) return this.fallback.query<R>(config);
+    let client: pg.PoolClient;
+    try {
+      client = await this.own.connect();
+    } catch {
+      // Nothing was sent: the statement may run elsewhere. When the main pool can run it, this
+      // pool's connections are refused for a reason of their own, for good.
+      const result = await this.fallback.query<R>(config);
+      this.refused = true;
+      return result;
+    }
+    try {
+      const result = await client.query<R>(config);
+      client.release();
+      return result;
+    } catch (err) {
+      // A broken connection is dropped, not handed out again.
+      client.release(err as Error);
+      throw err;
+    }
+  }
+
+  /** Whether its statements run on the main pool instead (see above). */
+  get synchronous(): boolean {
+    return this.refused;
+  }
+
+  end(): Promise<void> {
+    return this.own.end();
+  }
 }
 
 function quietPool(pool: pg.Pool): pg.Pool {

@@ -10,16 +10,12 @@ import { databaseOfThisFile } from "./file-database.js";
 export async function createTestEngine(
   options: { clock?: () => Date; workflows?: string[]; limits?: { maxQueuesPerProject?: number } } = {},
 ) {
-  const { prisma, pool, asyncCommitPool } = createDatabase({
-    databaseUrl: await databaseOfThisFile(),
-    maxConnections: 5,
-  });
+  const { prisma, pool } = createDatabase({ databaseUrl: await databaseOfThisFile(), maxConnections: 5 });
   const redis = new Redis(inject("redisUrl"), { lazyConnect: true, maxRetriesPerRequest: 1 });
   redis.on("error", () => {});
   const engine = new Engine({
     prisma,
     pool,
-    asyncCommitPool,
     redis,
     redisUrl: inject("redisUrl"),
     logger: createLogger("engine-test", "silent"),
@@ -29,7 +25,7 @@ export async function createTestEngine(
   afterAll(async () => {
     await engine.close();
     await prisma.$disconnect();
-    await Promise.all([pool.end(), asyncCommitPool.end()]);
+    await pool.end();
     redis.disconnect();
   });
   const project = await engine.projects.create({ name: "engine-test" });

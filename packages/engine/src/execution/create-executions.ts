@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { type Db, type Execution, type JsonInput, jsonOrNull, type pg } from "@spool/db";
+import { type Db, type Execution, type JsonInput, jsonOrNull, type pg, type Queryable } from "@spool/db";
 import { isUuid, notFound } from "@spool/shared";
 import { type DispatchRequest, runJobId } from "../dispatch/dispatcher.js";
 import { assertRoomForQueues, DEFAULT_MAX_QUEUES_PER_PROJECT } from "../registry/queue-cap.js";
@@ -144,7 +144,7 @@ const INSERT_ROOT_RUN = `
   RETURNING ${EXECUTION_FIELDS}`;
 
 /**
- * Makes the run durable, with every commit before, those of db's asyncCommitPool included: a
+ * Makes the run durable, with every commit before, those of @spool/db's AsyncCommits included: a
  * synchronous commit that writes WAL flushes it up to itself. Rewriting the row unchanged is such a
  * write (one that writes no WAL, only taking a transaction id, commits without the flush). For the
  * rare answer that would otherwise rest on an asynchronous commit; false when the run is gone (a
@@ -168,7 +168,7 @@ export const isPlainRootRun = (r: RunRequest) =>
  * statement; the caller enqueues `runDispatch` of it.
  */
 export async function createRootRun(
-  pool: pg.Pool,
+  pool: Queryable,
   projectId: string,
   r: RunRequest,
   id: string = randomUUID(),

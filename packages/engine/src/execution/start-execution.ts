@@ -18,7 +18,6 @@ export type StartResult =
 export const START = rawTransition(["queued", "running"], "running");
 
 // Purpose: take the run and read its journal in one round trip (the common case of every job).
-// Committed asynchronously (startExecution says why).
 // Params: execution, dispatch seq, worker, now. Locks: the execution row. Result: the started row with
 // its stored steps and open waits as JSON, or no row when the job is stale, a live push worker holds
 // the run, or the run needs a slot of a limited lane (startExecution then finds out which, the slow
@@ -49,20 +48,12 @@ const START_AND_LOAD = `
  *
  * The common case is one statement that also reads the run's journal; when it takes nothing, the
  * row is read to tell a stale job from a held run or a limited lane.
- *
- * That statement's commit does not wait for the disk (asyncCommitPool), which takes one of a run's
- * fsyncs off its path. A Postgres crash can lose the start only before anything commits after it
- * synchronously, which is before this worker stores anything of the run: the run is then as if this
- * worker had died right after starting it, which every run survives (its job fails, comes back, and
- * starts it again from the same journal). A push worker's start is not one of these: the remote
- * worker goes on through the API across a Postgres restart, so its lease must survive one
- * (start-on-push-worker.ts).
  */
 export async function startExecution(
-  db: { prisma: PrismaClient; asyncCommitPool: pg.Pool },
+  db: { prisma: PrismaClient; pool: pg.Pool },
   args: { executionId: string; dispatchSeq: number; workerId: string | null },
 ): Promise<StartResult> {
-  const { rows } = await db.asyncCommitPool.query<
+  const { rows } = await db.pool.query<
     Execution & { journalSteps: JournalRows["steps"]; journalWaits: RawWait[] }
   >({
     name: "spool_start_and_load",
