@@ -194,14 +194,13 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
   process.env.SPOOL_TEST_DATABASE_URL = databaseUrl;
   const redisUrl = options.redisUrl ?? inject("redisUrl");
   const logger = createLogger("test-api", "silent");
-  const { prisma, pool, asyncCommits } = createDatabase({ databaseUrl, maxConnections: 10 });
+  const { prisma, pool } = createDatabase({ databaseUrl, maxConnections: 10 });
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true });
   redis.on("error", () => {});
   const adminKey = generateApiKey("sk_admin_");
   const engine = new Engine({
     prisma,
     pool,
-    asyncCommits,
     redis,
     redisUrl,
     logger,
@@ -328,7 +327,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
       await eventHub.close();
       await engine.close();
       await prisma.$disconnect();
-      await Promise.all([pool.end(), asyncCommits.end()]);
+      await pool.end();
       redis.disconnect();
       await db.end();
     },

@@ -1,7 +1,8 @@
 // A Postgres of this file's own (durable, on a data directory kept across its restart), so the test
-// may crash it: `POST …/run?wait=` inserts its run with a commit that does not wait for the disk
-// (docs/architecture.md, "Two commits that do not wait for the disk"), and whatever the answer tells
-// the client must still be there after a crash.
+// may crash it: what an answer tells the client must still be there after a crash. It guards the
+// one answer that comes while a run has had no write after its insert: `POST …/run?wait=` whose
+// wait ran out (an asynchronous commit of that insert was tried and dropped; docs/benchmarks.md,
+// thirteenth sitting: without a synchronous write before the answer, this test failed 2 times in 3).
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

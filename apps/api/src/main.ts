@@ -45,7 +45,7 @@ const config = loadConfig(
 // Remote workers report step and run results here: none over this size is stored.
 setMaxResultBytes(config.SPOOL_MAX_STEP_RESULT_BYTES);
 const logger = createLogger("api", config.SPOOL_LOG_LEVEL);
-const { prisma, pool, asyncCommits } = createDatabase({ databaseUrl: config.DATABASE_URL });
+const { prisma, pool } = createDatabase({ databaseUrl: config.DATABASE_URL });
 const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, lazyConnect: false });
 // One warning per outage, not one per reconnect attempt (ioredis retries every 2 s at most).
 let redisDown = false;
@@ -64,7 +64,6 @@ const engine = new Engine({
   metrics: createPrometheusMetrics(metricsRegistry),
   prisma,
   pool,
-  asyncCommits,
   redis,
   redisUrl: config.REDIS_URL,
   logger,
@@ -111,7 +110,6 @@ async function shutdown(signal: string) {
     eventHub.close(),
     engine.close(),
     prisma.$disconnect().then(() => pool.end()),
-    asyncCommits.end(),
     redis.quit(),
   ]);
   logger.info("stopped");

@@ -36,7 +36,7 @@ export interface TestApiOptions {
 }
 
 export function createTestApi(options: TestApiOptions = {}): TestApi {
-  const { prisma, pool, asyncCommits } = createDatabase({
+  const { prisma, pool } = createDatabase({
     databaseUrl: options.databaseUrl ?? inject("databaseUrl"),
     maxConnections: 5,
   });
@@ -49,16 +49,7 @@ export function createTestApi(options: TestApiOptions = {}): TestApi {
   const adminKey = generateApiKey("sk_admin_");
   const logger = options.logger ?? createLogger("api-test", "silent");
   const redisUrl = options.redisUrl ?? inject("redisUrl");
-  const engine = new Engine({
-    prisma,
-    pool,
-    asyncCommits,
-    redis,
-    redisUrl,
-    logger,
-    adminKey,
-    heartbeatIntervalSeconds: 5,
-  });
+  const engine = new Engine({ prisma, pool, redis, redisUrl, logger, adminKey, heartbeatIntervalSeconds: 5 });
   const eventHub = createEventHub(engine, redisUrl, logger);
   const app = createApp({
     engine,
@@ -73,7 +64,7 @@ export function createTestApi(options: TestApiOptions = {}): TestApi {
     await eventHub.close();
     await engine.close();
     await prisma.$disconnect();
-    await Promise.all([pool.end(), asyncCommits.end()]);
+    await pool.end();
     redis.disconnect();
   });
 

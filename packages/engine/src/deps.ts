@@ -1,4 +1,4 @@
-import type { PrismaClient, pg, Queryable } from "@spool/db";
+import type { PrismaClient, pg } from "@spool/db";
 import type { Logger } from "@spool/shared";
 import type { Redis } from "ioredis";
 import type { Dispatcher } from "./dispatch/dispatcher.js";
@@ -11,8 +11,6 @@ export interface EngineDeps {
   prisma: PrismaClient;
   /** The same connections as `prisma`'s, for the hot path's raw SQL (one round trip per verb). */
   pool: pg.Pool;
-  /** Commits that do not wait for the disk (@spool/db's AsyncCommits); `pool` where the process has none. */
-  asyncCommits: Queryable;
   dispatcher: Dispatcher;
   logger: Logger;
   /** Announcements only (finished runs, publishes); never a source of truth. */

@@ -1,4 +1,4 @@
-import type { PrismaClient, pg, Queryable } from "@spool/db";
+import type { PrismaClient, pg } from "@spool/db";
 import type { DependencyStatus, Logger } from "@spool/shared";
 import type { Redis } from "ioredis";
 import type { EngineDeps, EngineLimits } from "./deps.js";
@@ -25,8 +25,6 @@ export interface EngineOptions {
   prisma: PrismaClient;
   /** The pool `prisma` runs on (createDatabase): the hot path queries it directly. */
   pool: pg.Pool;
-  /** createDatabase's asyncCommits (else `pool`): the insert of a `?wait` run (Executions.runAndWait). */
-  asyncCommits?: Queryable;
   redis: Redis;
   redisUrl: string;
   logger: Logger;
@@ -83,7 +81,6 @@ export class Engine {
     const deps: EngineDeps = {
       prisma: options.prisma,
       pool: options.pool,
-      asyncCommits: options.asyncCommits ?? options.pool,
       dispatcher: this.dispatcher,
       logger: options.logger,
       redis: options.redis,

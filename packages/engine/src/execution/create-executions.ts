@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { type Db, type Execution, type JsonInput, jsonOrNull, type pg, type Queryable } from "@spool/db";
+import { type Db, type Execution, type JsonInput, jsonOrNull, type pg } from "@spool/db";
 import { isUuid, notFound } from "@spool/shared";
 import { type DispatchRequest, runJobId } from "../dispatch/dispatcher.js";
 import { assertRoomForQueues, DEFAULT_MAX_QUEUES_PER_PROJECT } from "../registry/queue-cap.js";
@@ -143,22 +143,6 @@ const INSERT_ROOT_RUN = `
            ORDER BY updated_at DESC LIMIT 1) r
   RETURNING ${EXECUTION_FIELDS}`;
 
-/**
- * Makes the run durable, with every commit before, those of @spool/db's AsyncCommits included: a
- * synchronous commit that writes WAL flushes it up to itself. Rewriting the row unchanged is such a
- * write (one that writes no WAL, only taking a transaction id, commits without the flush). For the
- * rare answer that would otherwise rest on an asynchronous commit; false when the run is gone (a
- * Postgres crash lost it first).
- */
-export async function makeRunDurable(pool: pg.Pool, executionId: string): Promise<boolean> {
-  const { rowCount } = await pool.query({
-    name: "spool_make_run_durable",
-    text: "UPDATE executions SET updated_at = updated_at WHERE id = $1",
-    values: [executionId],
-  });
-  return rowCount === 1;
-}
-
 /** Whether createRootRun can take a request: a root run on its workflow's own queue. */
 export const isPlainRootRun = (r: RunRequest) =>
   !r.parentExecutionId && !r.rootExecutionId && !r.queueName && !r.queueConcurrencyLimit;
@@ -168,7 +152,7 @@ export const isPlainRootRun = (r: RunRequest) =>
  * statement; the caller enqueues `runDispatch` of it.
  */
 export async function createRootRun(
-  pool: Queryable,
+  pool: pg.Pool,
   projectId: string,
   r: RunRequest,
   id: string = randomUUID(),

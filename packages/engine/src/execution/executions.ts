@@ -1,13 +1,11 @@
 import { randomUUID } from "node:crypto";
-import type { Execution, Prisma, Queryable } from "@spool/db";
+import type { Execution, Prisma } from "@spool/db";
 import {
   decodeTimeCursor,
   type ExecutionStatus,
-  isSpoolError,
   isUuid,
   isWaitOver,
   notFound,
-  SpoolError,
   timeCursorOf,
   toPage,
   type WaitUntil,
@@ -28,7 +26,6 @@ import {
   createExecutions,
   createRootRun,
   isPlainRootRun,
-  makeRunDurable,
   type RunRequest,
   runDispatch,
 } from "./create-executions.js";
@@ -121,36 +118,12 @@ export class Executions {
   ) {
     if (w.waitMs > 0 && !idempotencyKey && isPlainRootRun(request) && !waitedChildrenOf([request], false)) {
       const id = randomUUID();
-      // The insert's commit does not wait for the disk (AsyncCommits): nobody has been told of the
-      // run or acted on it yet. A worker's start commits synchronously, so the run is durable
-      // before any of its steps runs; a run that ended or parked got there through a synchronous
-      // commit too; and the answer that the wait ran out makes it durable first. So a Postgres
-      // crash can only lose a run that nothing ran and nobody was told of, and its client is told
-      // to send it again. (With an Idempotency-Key the run takes the path below: a repeat of the
-      // request is answered from the row.)
-      const lost = () =>
-        new SpoolError(
-          "SERVICE_UNAVAILABLE",
-          "the database restarted before the new run was stored; nothing of it ran: send it again",
-        );
-      const execution = await this.watcher.wait(
-        id,
-        () =>
-          this.get(projectId, id).catch((err: unknown) => {
-            throw isSpoolError(err) && err.type === "NOT_FOUND" ? lost() : err;
-          }),
-        w.waitMs,
-        {
-          done: (e) => isWaitOver(e.status, w.until),
-          fromAnnounced: this.announcedView(projectId),
-          first: async () => ({
-            ...(await this.createPlainRun(projectId, request, id, this.deps.asyncCommits)),
-            suspendedData: null,
-          }),
-          signal: w.signal,
-        },
-      );
-      if (!isWaitOver(execution.status, w.until) && !(await makeRunDurable(this.deps.pool, id))) throw lost();
+      const execution = await this.watcher.wait(id, () => this.get(projectId, id), w.waitMs, {
+        done: (e) => isWaitOver(e.status, w.until),
+        fromAnnounced: this.announcedView(projectId),
+        first: async () => ({ ...(await this.createPlainRun(projectId, request, id)), suspendedData: null }),
+        signal: w.signal,
+      });
       return { execution, replayed: false };
     }
     const { receipt, replayed } = await this.run(projectId, request, idempotencyKey);
@@ -185,13 +158,8 @@ export class Executions {
   }
 
   /** The hot path of a plain root run: one statement, then its job. */
-  private async createPlainRun(
-    projectId: string,
-    request: RunRequest,
-    id?: string,
-    pool: Queryable = this.deps.pool,
-  ) {
-    const execution = await createRootRun(pool, projectId, request, id);
+  private async createPlainRun(projectId: string, request: RunRequest, id?: string) {
+    const execution = await createRootRun(this.deps.pool, projectId, request, id);
     this.deps.metrics.runsCreated([execution]);
     await this.deps.dispatcher.dispatch([runDispatch(execution)]);
     return execution;
