@@ -63,7 +63,9 @@ describe("Postgres crash: a ?wait answer rests on a durable run", () => {
     const pid = Number(readFileSync(join(dataDir, "postgres", "postmaster.pid"), "utf8").split("\n")[0]);
     process.kill(pid, "SIGQUIT");
     await pg.exited;
+    const before = pg.databaseUrl;
     await startPostgres();
+    expect(pg.databaseUrl, "Postgres came back where the API connects").toBe(before);
 
     // The API's pool reconnects on its own; until it has, it answers 503.
     const found = await eventually(async () => {
