@@ -19,7 +19,7 @@ import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { deployMigrations } from "../packages/db/scripts/migrate.mjs";
-import { type ServicesHandle, startServicesProcess } from "../scripts/services-client.mjs";
+import { crashPostgres, type ServicesHandle, startServicesProcess } from "../scripts/services-client.mjs";
 import { CHAOS_EFFECTS_DDL, CHAOS_WORKFLOW_ID } from "./chaos-workflows.js";
 import { summarize } from "./stats.js";
 import { type App, createProject, freePort, launch, setLogTag, stopAll, trackServices } from "./system.js";
@@ -414,11 +414,8 @@ class Chaos {
       case "postgres-crash": {
         const old = this.pgServices;
         if (f.kind === "postgres-crash") {
-          const pidFile = join(this.dataDir, "postgres", "postmaster.pid");
-          const pid = Number(readFileSync(pidFile, "utf8").split("\n")[0]);
-          if (!pid) throw new Error(`cannot read the postmaster pid from ${pidFile}`);
+          const pid = crashPostgres(this.dataDir);
           this.mark("postgres", `SIGQUIT postmaster ${pid} (immediate shutdown)`);
-          process.kill(pid, "SIGQUIT");
           await old?.exited;
         } else {
           this.mark("postgres", "stopping");

@@ -34,3 +34,6 @@ export interface ServicesHandle {
 export declare const servicesScript: string;
 
 export declare function startServicesProcess(options?: StartServicesOptions): Promise<ServicesHandle>;
+
+/** SIGQUITs the postmaster of a persistent `dataDir` (immediate shutdown, crash recovery on restart); its pid. */
+export declare function crashPostgres(dataDir: string): number;

@@ -4,11 +4,27 @@
 // codes into 0 in whatever process imports it. The child prints DATABASE_URL=…, REDIS_URL=… and READY
 // on stdout; it stops its services when its stdin closes, which also happens if this process dies.
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
 export const servicesScript = join(dirname(fileURLToPath(import.meta.url)), "services.mjs");
+
+/**
+ * Crashes the Postgres of a persistent `dataDir` (as startServicesProcess lays it out): SIGQUIT to
+ * its postmaster is an immediate shutdown, no checkpoint and nothing more written from its WAL
+ * buffers, so it restarts with crash recovery. Returns the postmaster's pid.
+ * @param {string} dataDir
+ * @returns {number}
+ */
+export function crashPostgres(dataDir) {
+  const pidFile = join(dataDir, "postgres", "postmaster.pid");
+  const pid = Number(readFileSync(pidFile, "utf8").split("\n")[0]);
+  if (!pid) throw new Error(`cannot read the postmaster pid from ${pidFile}`);
+  process.kill(pid, "SIGQUIT");
+  return pid;
+}
 
 const START_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 15_000;

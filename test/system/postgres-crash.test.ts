@@ -3,12 +3,13 @@
 // one answer that comes while a run has had no write after its insert: `POST …/run?wait=` whose
 // wait ran out (an asynchronous commit of that insert was tried and dropped; docs/benchmarks.md,
 // thirteenth sitting: without a synchronous write before the answer, this test failed 2 times in 3).
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { SpoolApiError } from "@spool/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deployMigrations } from "../../packages/db/scripts/migrate.mjs";
-import { type ServicesHandle, startServicesProcess } from "../../scripts/services-client.mjs";
+import { crashPostgres, type ServicesHandle, startServicesProcess } from "../../scripts/services-client.mjs";
 import { eventually, freePort, type System, startSystem } from "./harness.js";
 
 describe("Postgres crash: a ?wait answer rests on a durable run", () => {
@@ -46,37 +47,25 @@ describe("Postgres crash: a ?wait answer rests on a durable run", () => {
   });
 
   it("a run answered as still queued when its wait ran out is there after an immediate shutdown", async () => {
-    const answered = await fetch(`${sys.apiUrl}/api/v1/workflows/unserved/run?wait=0.05`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${sys.apiKey}`,
-        "x-project-id": sys.projectId,
-        "content-type": "application/json",
-      },
-      body: JSON.stringify({ input: { n: 1 } }),
-    });
-    expect(answered.status).toBe(202);
-    const run = (await answered.json()) as { execution_id: string; status: string };
-    expect(run.status).toBe("queued");
+    const answered = await sys.client.runAndWait("unserved", { n: 1 }, { waitSeconds: 0.05 });
+    // Queued: the wait ran out (the API answers 202 with the run as it stands).
+    expect(answered.status).toBe("queued");
 
-    // SIGQUIT: Postgres stops at once, without writing out what is still in its WAL buffers.
-    const pid = Number(readFileSync(join(dataDir, "postgres", "postmaster.pid"), "utf8").split("\n")[0]);
-    process.kill(pid, "SIGQUIT");
+    crashPostgres(dataDir);
     await pg.exited;
     const before = pg.databaseUrl;
     await startPostgres();
     expect(pg.databaseUrl, "Postgres came back where the API connects").toBe(before);
 
-    // The API's pool reconnects on its own; until it has, it answers 503.
+    // The API's pool reconnects on its own; until it has, it answers 503. A lost run would be a 404.
     const found = await eventually(async () => {
-      const res = await fetch(`${sys.apiUrl}/api/v1/executions/${run.execution_id}`, {
-        headers: { authorization: `Bearer ${sys.apiKey}`, "x-project-id": sys.projectId },
-      });
-      return res.status === 503
-        ? undefined
-        : { status: res.status, body: (await res.json()) as { status: string } };
+      try {
+        return await sys.client.executions.get(answered.execution_id);
+      } catch (err) {
+        if (err instanceof SpoolApiError && err.status === 503) return undefined;
+        throw err;
+      }
     }, 60_000);
-    expect(found.status).toBe(200);
-    expect(found.body.status).toBe("queued");
+    expect(found.status).toBe("queued");
   }, 120_000);
 });
