@@ -36,6 +36,8 @@ export class Consumer {
           executeJob({
             engine: this.o.engine,
             data: job.data,
+            // BullMQ counts a delivery when it hands the job out (moveToActive), so 1 is the first.
+            delivery: { first: job.attemptsStarted <= 1, enqueuedAt: job.timestamp },
             workflows: this.o.workflows,
             workerId: this.o.workerId,
             logger: this.o.logger,

@@ -1,4 +1,11 @@
-import { type Claim, createPostgresHost, type Engine, type JobData, processRun } from "@spool/engine";
+import {
+  type Claim,
+  createPostgresHost,
+  type Delivery,
+  type Engine,
+  type JobData,
+  processRun,
+} from "@spool/engine";
 import type { Logger, WorkflowDefinition } from "@spool/shared";
 
 export interface InFlight {
@@ -20,6 +27,7 @@ export interface InFlight {
 export async function executeJob(args: {
   engine: Engine;
   data: JobData;
+  delivery: Delivery;
   workflows: Map<string, WorkflowDefinition>;
   workerId: () => string | null;
   logger: Logger;
@@ -29,26 +37,19 @@ export async function executeJob(args: {
   if (data.kind === "timer") {
     return (await engine.executions.fireTimer(data.waitId)) ? "timer fired" : "timer not due";
   }
-  const host = createPostgresHost(engine, data, { workerId: args.workerId, logger: args.logger });
   let handBack = () => {};
   const handedBack = new Promise<string>((resolve) => {
     handBack = () => resolve("handed back");
   });
+  const host = createPostgresHost(engine, data, {
+    workerId: args.workerId,
+    logger: args.logger,
+    delivery: args.delivery,
+    onStarted: (claim) =>
+      args.inFlight.set(data.executionId, { executionId: data.executionId, claim, handBack }),
+  });
   try {
-    const running = processRun({
-      host: {
-        ...host,
-        start: async () => {
-          const run = await host.start();
-          const claim = host.claim();
-          if (run && claim)
-            args.inFlight.set(data.executionId, { executionId: data.executionId, claim, handBack });
-          return run;
-        },
-      },
-      workflows: args.workflows,
-      logger: args.logger,
-    });
+    const running = processRun({ host, workflows: args.workflows, logger: args.logger });
     return await Promise.race([running, handedBack]);
   } finally {
     args.inFlight.delete(data.executionId);

@@ -7,6 +7,7 @@ export { matchesFilter } from "./events/match.js";
 export type { Blocked, BlockedReason } from "./execution/blocked.js";
 export { type Claim, claimOf } from "./execution/claim.js";
 export { DEFAULT_QUEUE, type RunRequest } from "./execution/create-executions.js";
+export type { Delivery } from "./execution/deferred-start.js";
 export type { ExecutionView, RunReceipt } from "./execution/executions.js";
 export type { StepView } from "./execution/list-steps.js";
 export type { StartResult } from "./execution/start-execution.js";

@@ -6,8 +6,22 @@ import { Redis } from "ioredis";
 
 /** What a BullMQ job asks a worker to do. Postgres decides whether it is still current. */
 export type JobData =
-  | { kind: "run"; projectId: string; executionId: string; dispatchSeq: number }
+  | { kind: "run"; projectId: string; executionId: string; dispatchSeq: number; first?: FirstRun }
   | { kind: "timer"; projectId: string; executionId: string; waitId: string };
+
+/**
+ * What a new root run's start would read, carried by its first job so that an in-cluster worker can
+ * write the start with the run's first step (execution/deferred-start.ts). Only for a small input on
+ * a lane without a limit when the run was inserted; any worker may ignore it and start as usual.
+ */
+export interface FirstRun {
+  workflowId: string;
+  queueName: string;
+  attempt: number;
+  /** The run's lease as inserted: the deferred start takes the run only if it is still that. */
+  lease: number;
+  input: unknown;
+}
 
 export interface DispatchRequest {
   projectId: string;

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { type Db, type Execution, type JsonInput, jsonOrNull, type pg } from "@spool/db";
 import { isUuid, notFound } from "@spool/shared";
-import { type DispatchRequest, runJobId } from "../dispatch/dispatcher.js";
+import { type DispatchRequest, type FirstRun, runJobId } from "../dispatch/dispatcher.js";
 import { assertRoomForQueues, DEFAULT_MAX_QUEUES_PER_PROJECT } from "../registry/queue-cap.js";
 import { EXECUTION_FIELDS } from "../sql/rows.js";
 
@@ -121,14 +121,14 @@ export async function createExecutions(
       skipDuplicates: true,
     });
   }
-  return { executions, dispatch: executions.map(runDispatch) };
+  return { executions, dispatch: executions.map((e) => runDispatch(e)) };
 }
 
 // Purpose: a root run (its own root) of a registered workflow on its workflow's own queue, in one
 // autocommitted statement (no transaction round trips). Params: id, project, workflow, deployment
 // (or null: the newest registration), input, concurrency key, step key, wait_for_subworkflow, run
 // timeout, deadline, initial state, session, user, traceparent, channel context, now. Locks: none.
-// Result: the new row, or none when the workflow is not registered.
+// Result: the new row and whether its lane has a limit, or none when the workflow is not registered.
 const INSERT_ROOT_RUN = `
   INSERT INTO executions (id, project_id, workflow_id, workflow_type, deployment_id, queue_name,
     dispatch_queue, status, input, concurrency_key, root_execution_id, step_key, wait_for_subworkflow,
@@ -141,7 +141,12 @@ const INSERT_ROOT_RUN = `
            WHERE project_id = $2::uuid AND workflow_id = $3 AND ($4::text IS NULL OR deployment_id = $4)
              AND archived_at IS NULL
            ORDER BY updated_at DESC LIMIT 1) r
-  RETURNING ${EXECUTION_FIELDS}`;
+  RETURNING ${EXECUTION_FIELDS}, EXISTS (
+    SELECT 1 FROM queues q WHERE q.project_id = executions.project_id AND q.name = executions.queue_name
+                             AND q.concurrency_limit IS NOT NULL) AS "laneLimited"`;
+
+/** The most bytes of JSON input a run's first job carries (FirstRun); a larger one is read at start. */
+const MAX_FIRST_JOB_INPUT_BYTES = 4096;
 
 /** Whether createRootRun can take a request: a root run on its workflow's own queue. */
 export const isPlainRootRun = (r: RunRequest) =>
@@ -149,17 +154,19 @@ export const isPlainRootRun = (r: RunRequest) =>
 
 /**
  * The hot path of `POST …/run`: the same row createExecutions would insert for a root run, in one
- * statement; the caller enqueues `runDispatch` of it.
+ * statement, and the job to enqueue once it is in. The job carries what the run's start would read
+ * (FirstRun) when its input is small and its lane had no limit at the insert.
  */
 export async function createRootRun(
   pool: pg.Pool,
   projectId: string,
   r: RunRequest,
   id: string = randomUUID(),
-): Promise<Execution> {
+): Promise<{ execution: Execution; dispatch: DispatchRequest }> {
   const now = new Date();
   const json = (v: unknown) => (v === null || v === undefined ? null : JSON.stringify(v));
-  const { rows } = await pool.query<Execution>({
+  const input = JSON.stringify(r.input ?? {});
+  const { rows } = await pool.query<Execution & { laneLimited: boolean }>({
     name: "spool_insert_root_run",
     text: INSERT_ROOT_RUN,
     values: [
@@ -167,7 +174,7 @@ export async function createRootRun(
       projectId,
       r.workflowId,
       r.deploymentId ?? null,
-      JSON.stringify(r.input ?? {}),
+      input,
       r.concurrencyKey ?? null,
       r.stepKey ?? null,
       r.waitForSubworkflow ?? false,
@@ -181,21 +188,41 @@ export async function createRootRun(
       now,
     ],
   });
-  if (!rows[0]) {
+  const row = rows[0];
+  if (!row) {
     throw notFound(
       "workflow",
       r.deploymentId ? `${r.workflowId}' in deployment '${r.deploymentId}` : r.workflowId,
     );
   }
-  return rows[0];
+  const { laneLimited, ...execution } = row;
+  // The input as Postgres returned it (jsonb's form), which is what a start would read.
+  const first: FirstRun | undefined =
+    laneLimited || Buffer.byteLength(input) > MAX_FIRST_JOB_INPUT_BYTES
+      ? undefined
+      : {
+          workflowId: execution.workflowId,
+          queueName: execution.queueName,
+          attempt: execution.attempt,
+          lease: execution.lease,
+          input: execution.input,
+        };
+  return { execution, dispatch: runDispatch(execution, first) };
 }
 
 /** The job that runs an execution in its current dispatch state, on its workflow's BullMQ queue. */
 export const runDispatch = (
   e: Pick<Execution, "id" | "projectId" | "dispatchQueue" | "dispatchSeq">,
+  first?: FirstRun,
 ): DispatchRequest => ({
   projectId: e.projectId,
   queueName: e.dispatchQueue,
   jobId: runJobId(e.id, e.dispatchSeq),
-  data: { kind: "run", projectId: e.projectId, executionId: e.id, dispatchSeq: e.dispatchSeq },
+  data: {
+    kind: "run",
+    projectId: e.projectId,
+    executionId: e.id,
+    dispatchSeq: e.dispatchSeq,
+    ...(first ? { first } : {}),
+  },
 });

@@ -22,18 +22,13 @@ import { blockExecution } from "./block-execution.js";
 import { type Blocked, type BlockedReason, blockedFilter, blockedRuns } from "./blocked.js";
 import { cancelExecution } from "./cancel-execution.js";
 import type { Claim } from "./claim.js";
-import {
-  createExecutions,
-  createRootRun,
-  isPlainRootRun,
-  type RunRequest,
-  runDispatch,
-} from "./create-executions.js";
+import { createExecutions, createRootRun, isPlainRootRun, type RunRequest } from "./create-executions.js";
+import { type DeferredJob, DeferredStart } from "./deferred-start.js";
 import { completeExecution, failExecution, releaseExecution } from "./finish-execution.js";
 import { FinishWatcher } from "./finish-watcher.js";
 import { fireTimer } from "./fire-timer.js";
 import { handBackNotLoaded } from "./hand-back-not-loaded.js";
-import { type JournalRows, loadJournal } from "./journal-store.js";
+import { type JournalRows, loadJournal, type StepStore } from "./journal-store.js";
 import { listSteps } from "./list-steps.js";
 import { resumeExecution } from "./resume-execution.js";
 import { startExecution } from "./start-execution.js";
@@ -159,9 +154,9 @@ export class Executions {
 
   /** The hot path of a plain root run: one statement, then its job. */
   private async createPlainRun(projectId: string, request: RunRequest, id?: string) {
-    const execution = await createRootRun(this.deps.pool, projectId, request, id);
+    const { execution, dispatch } = await createRootRun(this.deps.pool, projectId, request, id);
     this.deps.metrics.runsCreated([execution]);
-    await this.deps.dispatcher.dispatch([runDispatch(execution)]);
+    await this.deps.dispatcher.dispatch([dispatch]);
     return execution;
   }
 
@@ -298,6 +293,11 @@ export class Executions {
     return result;
   }
 
+  /** A new run's start, written with its first step (deferred-start.ts); `onStarted` once it is taken. */
+  deferStart(job: DeferredJob, onStarted: (row: Execution) => void) {
+    return new DeferredStart(this.deps, job, onStarted);
+  }
+
   /**
    * Resolves once the run is no longer running under `lease` (it settled, was handed back, or
    * started again elsewhere), or after `timeoutMs` with the run as it stands.
@@ -349,8 +349,8 @@ export class Executions {
   }
 
   /** The run's journal; `loaded` is what its start already read (StartResult.journal). */
-  journal(executionId: string, claim: Claim, loaded?: JournalRows) {
-    return loadJournal(this.deps, executionId, claim, loaded);
+  journal(executionId: string, store: StepStore, loaded?: JournalRows) {
+    return loadJournal(this.deps, executionId, store, loaded);
   }
 
   complete(

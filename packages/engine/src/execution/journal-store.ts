@@ -10,6 +10,9 @@ import {
 import { maxResultBytes, sizedJson, stepResultTooLarge } from "../runtime/result-size.js";
 import type { Claim } from "./claim.js";
 
+/** How a journal stores a step: under the worker's claim, or by a start deferred to the first step. */
+export type StepStore = Claim | ((step: NewStepResult, maxBytes: number) => Promise<JournalStep>);
+
 /**
  * The Postgres-backed journal of one execution, as seen by the worker that runs it: from the rows its
  * start already read (one round trip for both), or read now.
@@ -17,7 +20,7 @@ import type { Claim } from "./claim.js";
 export async function loadJournal(
   db: { prisma: PrismaClient; pool: pg.Pool },
   executionId: string,
-  claim: Claim,
+  store: StepStore,
   loaded?: JournalRows,
 ): Promise<Journal> {
   const { steps, waits } = loaded ?? (await readJournal(db.prisma, executionId));
@@ -30,7 +33,8 @@ export async function loadJournal(
         { stepKey: w.stepKey, seq: w.seq, kind: w.kind, wakeAt: w.wakeAt },
       ]),
     ),
-    saveStep: (step) => storeStep(db.pool, executionId, claim, step, limit),
+    saveStep: (step) =>
+      typeof store === "function" ? store(step, limit) : storeStep(db.pool, executionId, store, step, limit),
     eventCursor: () => eventCursorOf(db.pool, executionId),
     maxResultBytes: limit,
   };
@@ -71,34 +75,42 @@ const toJournalStep = (s: StepRow): JournalStep => ({
 });
 
 /**
- * Stores a step result, first completed write wins: a completed row is never overwritten, a failed
- * one (from an earlier attempt) is. Returns the stored row, which is what the workflow continues
- * with. Then checks the execution is still this claim's to run; if it was cancelled, timed out or
- * handed to another worker (or started again from a redelivered job), the result stays stored (the
- * next worker adopts it) and the run aborts.
+ * The step write of a worker (`saved`): a completed result is never overwritten, a failed one (from
+ * an earlier attempt) is. A completed result is kept even from a worker that lost the run (the next
+ * one adopts it); a failure only when `mayStoreFailure` (SQL) holds, or a stale attempt's late
+ * failure would land after a retry cleared failed results and be replayed in the new attempt.
+ * Params $1–$9 are stepWriteValues'. Result: the stored row; none when a completed result already won.
  */
-// Purpose: store the step (never replacing a completed result) and read whether the run is still
-// this claim's, in one round trip. Params: execution, key, seq, kind, status, output, error, attempts,
-// started_at, claim's dispatch seq, claim's lease. Locks: the (execution_id, step_key) index entry.
-// Result: one row (none if the execution is gone); the step columns are null when a completed result
-// already won.
-const STORE_STEP = `
-  WITH saved AS (
+export const savedStep = (mayStoreFailure: string) => `saved AS (
     INSERT INTO step_results (id, execution_id, step_key, seq, kind, status, output, error, attempts, started_at, completed_at)
     SELECT gen_random_uuid(), $1::uuid, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, now()
-    -- A completed result is kept even from a worker that lost the run (the next one adopts it);
-    -- a failure only from the current dispatch, or a stale attempt's late failure would land
-    -- after a retry cleared failed results and be replayed in the new attempt.
-    WHERE $5 = 'completed' OR EXISTS (
-      SELECT 1 FROM executions WHERE id = $1::uuid AND status = 'running'
-        AND dispatch_seq = $10 AND lease = $11)
+    WHERE $5 = 'completed' OR ${mayStoreFailure}
     ON CONFLICT (execution_id, step_key) DO UPDATE
       SET status = EXCLUDED.status, output = EXCLUDED.output, error = EXCLUDED.error,
           attempts = step_results.attempts + EXCLUDED.attempts, completed_at = EXCLUDED.completed_at
       WHERE step_results.status <> 'completed'
-    RETURNING step_key, seq, kind, status, output, error, attempts)
-  SELECT s.step_key AS "stepKey", s.seq, s.kind, s.status, s.output, s.error, s.attempts,
-         e.status AS "executionStatus", e.dispatch_seq AS "executionSeq", e.lease AS "executionLease"
+    RETURNING step_key, seq, kind, status, output, error, attempts)`;
+
+/** The select list of a step write's answer: the stored step (`saved s`) and the run (`executions e`). */
+export const STEP_WRITE_ANSWER = `s.step_key AS "stepKey", s.seq, s.kind, s.status, s.output, s.error, s.attempts,
+         e.status AS "executionStatus", e.dispatch_seq AS "executionSeq", e.lease AS "executionLease"`;
+
+/** A step write's answer (STEP_WRITE_ANSWER); the step columns are null when a completed result won. */
+export type StepWriteRow = Partial<StepRow> & {
+  executionStatus: string;
+  executionSeq: number;
+  executionLease: number;
+};
+
+// Purpose: store the step (never replacing a completed result) and read whether the run is still
+// this claim's, in one round trip. Params: execution, key, seq, kind, status, output, error, attempts,
+// started_at, claim's dispatch seq, claim's lease. Locks: the (execution_id, step_key) index entry.
+// Result: one row (none if the execution is gone).
+const STORE_STEP = `
+  WITH ${savedStep(`EXISTS (
+      SELECT 1 FROM executions WHERE id = $1::uuid AND status = 'running'
+        AND dispatch_seq = $10 AND lease = $11)`)}
+  SELECT ${STEP_WRITE_ANSWER}
   FROM executions e LEFT JOIN saved s ON true
   WHERE e.id = $1::uuid`;
 
@@ -120,30 +132,10 @@ export async function storeStep(
   step: NewStepResult,
   maxBytes: number = maxResultBytes(),
 ): Promise<JournalStep> {
-  const sized = step.output === undefined ? null : sizedJson(step.output);
-  if (sized && step.status === "completed" && sized.bytes > maxBytes) {
-    throw stepResultTooLarge(step.stepKey, sized.bytes, maxBytes);
-  }
-  const output = sized?.json ?? null;
-  const error = step.error === undefined ? null : JSON.stringify(step.error);
-  const { rows } = await pool.query<
-    Partial<StepRow> & { executionStatus: string; executionSeq: number; executionLease: number }
-  >({
+  const { rows } = await pool.query<StepWriteRow>({
     name: "spool_store_step",
     text: STORE_STEP,
-    values: [
-      executionId,
-      step.stepKey,
-      step.seq,
-      step.kind,
-      step.status,
-      output,
-      error,
-      step.attempts,
-      step.startedAt,
-      claim.dispatchSeq,
-      claim.lease,
-    ],
+    values: [...stepWriteValues(executionId, step, maxBytes), claim.dispatchSeq, claim.lease],
   });
   const row = rows[0];
   if (
@@ -151,17 +143,50 @@ export async function storeStep(
     row.executionSeq !== claim.dispatchSeq ||
     row.executionLease !== claim.lease
   ) {
-    throw new ExecutionAbortedError(
-      row?.executionStatus === "running" || row?.executionStatus === "queued"
-        ? "execution was handed to another worker"
-        : `execution is ${row?.executionStatus ?? "gone"}`,
-    );
+    throw notThisClaims(row);
   }
+  return storedStep(pool, executionId, step.stepKey, row);
+}
+
+/** Params $1–$9 of a step write (savedStep); throws StepResultTooLargeError for a result over `maxBytes`. */
+export function stepWriteValues(executionId: string, step: NewStepResult, maxBytes: number): unknown[] {
+  const sized = step.output === undefined ? null : sizedJson(step.output);
+  if (sized && step.status === "completed" && sized.bytes > maxBytes) {
+    throw stepResultTooLarge(step.stepKey, sized.bytes, maxBytes);
+  }
+  return [
+    executionId,
+    step.stepKey,
+    step.seq,
+    step.kind,
+    step.status,
+    sized?.json ?? null,
+    step.error === undefined ? null : JSON.stringify(step.error),
+    step.attempts,
+    step.startedAt,
+  ];
+}
+
+/** Why a step write found the run not the writer's any more (the run as the write saw it). */
+export const notThisClaims = (row: Pick<StepWriteRow, "executionStatus"> | undefined) =>
+  new ExecutionAbortedError(
+    row?.executionStatus === "running" || row?.executionStatus === "queued"
+      ? "execution was handed to another worker"
+      : `execution is ${row?.executionStatus ?? "gone"}`,
+  );
+
+/** The step a write stored, or the completed one that won over it (read now). */
+export async function storedStep(
+  pool: pg.Pool,
+  executionId: string,
+  stepKey: string,
+  row: StepWriteRow,
+): Promise<JournalStep> {
   if (row.stepKey !== null && row.stepKey !== undefined) return toJournalStep(row as StepRow);
   const stored = await pool.query<StepRow>({
     name: "spool_read_step",
     text: READ_STEP,
-    values: [executionId, step.stepKey],
+    values: [executionId, stepKey],
   });
   return toJournalStep(stored.rows[0]!);
 }

@@ -43,7 +43,7 @@ export async function handOnFreeSlots(deps: EngineDeps, partition: Partition, ma
       free,
     );
   }, TX_OPTIONS);
-  await deps.dispatcher.dispatch(woken.map(runDispatch));
+  await deps.dispatcher.dispatch(woken.map((e) => runDispatch(e)));
   return woken.length;
 }
 

@@ -17,6 +17,14 @@ export type StartResult =
 
 export const START = rawTransition(["queued", "running"], "running");
 
+/**
+ * What every start of the run `e` writes (the SET list): it runs on `worker` from `startedAt` (its
+ * first start's time is kept) under a new lease, and waits for no slot any more.
+ */
+export const takenColumns = (worker: string, startedAt: string, now: string) =>
+  `status = '${START.to}', worker_id = ${worker}, started_at = COALESCE(e.started_at, ${startedAt}),
+   lease = e.lease + 1, updated_at = ${now}, slot_waiting_since = NULL`;
+
 // Purpose: take the run and read its journal in one round trip (the common case of every job).
 // Params: execution, dispatch seq, worker, now. Locks: the execution row. Result: the started row with
 // its stored steps and open waits as JSON, or no row when the job is stale, a live push worker holds
@@ -25,8 +33,7 @@ export const START = rawTransition(["queued", "running"], "running");
 const START_AND_LOAD = `
   WITH taken AS (
     UPDATE executions e
-       SET status = '${START.to}', worker_id = $3, started_at = COALESCE(e.started_at, $4),
-           lease = e.lease + 1, updated_at = $4, slot_waiting_since = NULL
+       SET ${takenColumns("$3", "$4", "$4")}
      WHERE e.id = $1 AND e.dispatch_seq = $2 AND e.status = ANY($5::text[])
        AND NOT (e.status = 'running' AND e.pushed_lease = e.lease AND EXISTS (
              SELECT 1 FROM workers w WHERE w.id = e.worker_id AND w.mode = 'push' AND w.status = 'online'))

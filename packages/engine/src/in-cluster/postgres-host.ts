@@ -4,8 +4,11 @@ import { createRunStream } from "../agents/run-stream.js";
 import type { JobData } from "../dispatch/dispatcher.js";
 import type { Engine } from "../engine.js";
 import { type Claim, claimOf } from "../execution/claim.js";
+import { type DeferredStart, type Delivery, mayDefer } from "../execution/deferred-start.js";
 import type { JournalRows } from "../execution/journal-store.js";
 import type { RunHost } from "../runner/run-host.js";
+import { ExecutionAbortedError } from "../runtime/journal.js";
+import { maxResultBytes } from "../runtime/result-size.js";
 import { showRunningAfterDelay } from "../traces/running-span.js";
 import { createSpanWriter } from "../traces/span-writer.js";
 
@@ -20,15 +23,24 @@ export interface PostgresRunHost extends RunHost {
 /**
  * The in-cluster host of one run job: the worker reads and settles the run straight in Postgres
  * through the engine, publishes its live events and step spans in batches, and shows the run as
- * running in its trace once it has gone on for a moment.
+ * running in its trace once it has gone on for a moment. A new run's first delivery starts it with
+ * its first step (execution/deferred-start.ts).
  */
 export function createPostgresHost(
   engine: Engine,
   job: Extract<JobData, { kind: "run" }>,
-  options: { workerId: () => string | null; logger: Logger },
+  options: {
+    workerId: () => string | null;
+    logger: Logger;
+    /** How the queue delivered the job: only a first delivery may defer its start. */
+    delivery?: Delivery;
+    /** Called once the run is this job's (its claim taken), before any settle. */
+    onStarted?: (claim: Claim) => void;
+  },
 ): PostgresRunHost {
   let execution: Execution | undefined;
   let claim: Claim | undefined;
+  let deferred: DeferredStart | undefined;
   let loaded: JournalRows | undefined;
   // Whether every step and wait of the run is this job's own: its start found none stored.
   let fresh = false;
@@ -40,16 +52,76 @@ export function createPostgresHost(
   const warn = (what: string) => (err: unknown) =>
     options.logger.warn({ err: String(err), execution_id: job.executionId }, what);
   const flush = async () => {
+    deferred?.dispose();
     await Promise.all([stream?.flush(), spans?.flush(), runningSpan?.settle()]);
   };
-  const held = () => {
+  const began = (row: Execution) => {
+    execution = row;
+    claim = claimOf(row);
+    runningSpan = showRunningAfterDelay(engine.traces, row, warn("span sync failed"));
+    options.onStarted?.(claim);
+  };
+  /** The run as this job started it, a deferred start written first (ExecutionAbortedError: lost). */
+  const held = async () => {
+    if (deferred) await deferred.started();
     if (!execution || !claim) throw new Error("the run was not started");
     return { execution, claim };
+  };
+  /** `settle` with the run held, or `lost` when a deferred start found the run moved on. */
+  const whenHeld = async <T>(
+    settle: (run: { execution: Execution; claim: Claim }) => Promise<T>,
+    lost: T,
+  ) => {
+    let run: { execution: Execution; claim: Claim };
+    try {
+      run = await held();
+    } catch (err) {
+      if (err instanceof ExecutionAbortedError) return lost;
+      throw err;
+    }
+    return settle(run);
+  };
+  const observe = (run: { projectId: string; workflowId: string; rootExecutionId: string | null }) => {
+    const ids = { projectId: run.projectId, workflowId: run.workflowId, executionId: job.executionId };
+    stream = createRunStream(engine.events, ids, warn("stream publish failed"));
+    spans = createSpanWriter(
+      engine.traces,
+      { id: job.executionId, projectId: run.projectId, rootExecutionId: run.rootExecutionId },
+      warn("span write failed"),
+    );
   };
 
   return {
     claim: () => claim,
     async start() {
+      if (mayDefer(job.first, options.delivery)) {
+        const first = job.first;
+        deferred = engine.executions.deferStart(
+          {
+            executionId: job.executionId,
+            dispatchSeq: job.dispatchSeq,
+            first,
+            workerId: options.workerId(),
+            takenAt: new Date(),
+          },
+          began,
+        );
+        loaded = { steps: [], waits: [] };
+        fresh = true;
+        // A root run (the only kind whose job carries FirstRun) is its own root.
+        observe({ projectId: job.projectId, workflowId: first.workflowId, rootExecutionId: job.executionId });
+        return {
+          input: first.input,
+          execution: {
+            id: job.executionId,
+            workflowId: first.workflowId,
+            attempt: first.attempt,
+            queueName: first.queueName,
+            parentExecutionId: null,
+            rootExecutionId: job.executionId,
+          },
+        };
+      }
       const result = await engine.executions.start(job.executionId, job.dispatchSeq, options.workerId());
       if (result.status === "held") {
         // A live remote worker runs it; this job only came back because the dispatcher that pushed
@@ -62,36 +134,31 @@ export function createPostgresHost(
       }
       // Stale, or its lane's partition is full: the run that frees a slot dispatches it again.
       if (result.status === "stale" || result.status === "slot_wait") return null;
-      execution = result.execution;
-      claim = claimOf(execution);
+      const started = result.execution;
       loaded = result.journal;
       fresh = loaded !== undefined && loaded.steps.length === 0 && loaded.waits.length === 0;
-      const run = {
-        projectId: execution.projectId,
-        workflowId: execution.workflowId,
-        executionId: execution.id,
-      };
-      stream = createRunStream(engine.events, run, warn("stream publish failed"));
-      spans = createSpanWriter(engine.traces, execution, warn("span write failed"));
-      runningSpan = showRunningAfterDelay(engine.traces, execution, warn("span sync failed"));
+      observe(started);
+      began(started);
       return {
-        input: execution.input,
+        input: started.input,
         execution: {
-          id: execution.id,
-          workflowId: execution.workflowId,
-          attempt: execution.attempt,
-          queueName: execution.queueName,
-          parentExecutionId: execution.parentExecutionId,
-          rootExecutionId: execution.rootExecutionId ?? execution.id,
+          id: started.id,
+          workflowId: started.workflowId,
+          attempt: started.attempt,
+          queueName: started.queueName,
+          parentExecutionId: started.parentExecutionId,
+          rootExecutionId: started.rootExecutionId ?? started.id,
         },
       };
     },
-    journal: () => {
+    async journal() {
       // What the start read serves the first replay; a replay after a superseded step reads again.
       const rows = loaded;
       if (loaded === undefined) fresh = false;
       loaded = undefined;
-      return engine.executions.journal(job.executionId, held().claim, rows);
+      // A deferred start's journal takes the run with its first step's write (it routes every later
+      // write under the claim taken).
+      return engine.executions.journal(job.executionId, deferred?.saveStep ?? (await held()).claim, rows);
     },
     storesLastStep: true,
     publish: (event) => stream?.publish(event),
@@ -102,7 +169,17 @@ export function createPostgresHost(
     },
     flush,
     async complete(result, lastStep) {
-      const { execution: started, claim } = held();
+      let run: Awaited<ReturnType<typeof held>>;
+      try {
+        run = await held();
+      } catch (err) {
+        // The run moved on before its deferred start: the held step is kept for whoever runs it now
+        // (first write wins; this throws ExecutionAbortedError too).
+        if (err instanceof ExecutionAbortedError && deferred && lastStep)
+          await deferred.saveStep(lastStep, maxResultBytes());
+        throw err;
+      }
+      const { execution: started, claim } = run;
       // A run whose every step ran in this job (none replayed) ends in one round trip, with its last
       // step's result and the spans of its steps (still buffered) written in the same statement.
       if (fresh && spans) {
@@ -123,20 +200,23 @@ export function createPostgresHost(
     },
     async fail(error, retry) {
       await flush();
-      const row = await engine.executions.fail({
-        executionId: job.executionId,
-        claim: held().claim,
-        error,
-        retry,
-      });
-      return row === null ? "not_ours" : row.status === "queued" ? "retrying" : "failed";
+      return whenHeld(async ({ claim }) => {
+        const row = await engine.executions.fail({ executionId: job.executionId, claim, error, retry });
+        return row === null ? "not_ours" : row.status === "queued" ? "retrying" : "failed";
+      }, "not_ours" as const);
     },
     async block(waits) {
       await flush();
-      return (
-        (await engine.executions.block({ executionId: job.executionId, claim: held().claim, waits })) !== null
+      return whenHeld(
+        async ({ claim }) =>
+          (await engine.executions.block({ executionId: job.executionId, claim, waits })) !== null,
+        false,
       );
     },
-    notLoaded: () => engine.executions.notLoaded(held().execution, held().claim, options.workerId()),
+    notLoaded: () =>
+      whenHeld(
+        ({ execution, claim }) => engine.executions.notLoaded(execution, claim, options.workerId()),
+        "not_ours" as const,
+      ),
   };
 }

@@ -29,7 +29,8 @@ export function unprefixed<T>(row: Record<string, unknown>, prefix: string): T {
 
 /** Select list (or RETURNING list) that reads an executions row as an `Execution`. */
 export const EXECUTION_FIELDS = selectList(Prisma.ExecutionScalarFieldEnum);
-export const executionFields = (alias: string) => selectList(Prisma.ExecutionScalarFieldEnum, alias);
+export const executionFields = (alias: string, as?: string) =>
+  selectList(Prisma.ExecutionScalarFieldEnum, alias, as);
 
 /** Select list that reads a workers row as a `Worker` (each name prefixed with `as`, if given). */
 export const workerFields = (alias: string, as?: string) =>

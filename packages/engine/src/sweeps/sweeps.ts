@@ -96,7 +96,7 @@ export class Sweeps {
       take: batchSize,
     });
     if (rows.length === 0) return 0;
-    const sent = await this.deps.dispatcher.dispatch(rows.map(runDispatch));
+    const sent = await this.deps.dispatcher.dispatch(rows.map((e) => runDispatch(e)));
     // Touch them so the next sweep looks at others first.
     await this.deps.prisma.execution.updateMany({
       where: { id: { in: rows.map((r) => r.id) }, status: "queued" },

@@ -1,0 +1,232 @@
+// A new run's first job starts it with its first step's write (one commit less per run). These check
+// what that must not change: the run is taken only as its job was made, a redelivered job's start
+// fences the first worker, a cancel still stops the run, nothing of a run that moved on is lost, and
+// only what the API vouched for (a lane without a limit, a small input) is deferred.
+import { createLogger, WORKFLOW_BRAND, type WorkflowContext, type WorkflowDefinition } from "@spool/shared";
+import { describe, expect, it } from "vitest";
+import { type JobData, runJobId } from "../../src/dispatch/dispatcher.js";
+import { DeferredStart } from "../../src/execution/deferred-start.js";
+import { createPostgresHost } from "../../src/in-cluster/postgres-host.js";
+import { NO_METRICS } from "../../src/metrics/metrics.js";
+import { processRun } from "../../src/runner/process-run.js";
+import { ExecutionAbortedError } from "../../src/runtime/journal.js";
+import { createTestEngine, startedRun } from "../engine-fixture.js";
+
+type Env = Awaited<ReturnType<typeof createTestEngine>>;
+const logger = createLogger("deferred-start-test", "silent");
+const NEVER = 600_000;
+
+const step = (
+  stepKey: string,
+  seq: number,
+  output: unknown,
+  status: "completed" | "failed" = "completed",
+) => ({
+  stepKey,
+  seq,
+  kind: "run" as const,
+  status,
+  output,
+  ...(status === "failed" ? { error: { name: "Error", message: "boom" } } : {}),
+  attempts: 1,
+  startedAt: new Date(),
+});
+
+/** A plain run through the engine, and the job the API enqueued for it. */
+async function newRun(env: Env, input: unknown = { n: 1 }) {
+  const { receipt } = await env.engine.executions.run(env.projectId, { workflowId: "wf", input });
+  const id = receipt.execution_id;
+  const job = await env.engine.dispatcher.queue(env.projectId, "default").getJob(runJobId(id, 0));
+  return { id, job: job!.data as Extract<JobData, { kind: "run" }> };
+}
+
+function deferred(env: Env, job: Extract<JobData, { kind: "run" }>, deferMs = NEVER) {
+  const started: string[] = [];
+  const start = new DeferredStart(
+    { pool: env.engine.pool, metrics: NO_METRICS },
+    {
+      executionId: job.executionId,
+      dispatchSeq: job.dispatchSeq,
+      first: job.first!,
+      workerId: null,
+      takenAt: new Date(),
+    },
+    (row) => started.push(`${row.status}/${row.lease}`),
+    deferMs,
+  );
+  return { start, started };
+}
+
+const rowOf = (env: Env, id: string) => env.prisma.execution.findUniqueOrThrow({ where: { id } });
+const stepsOf = async (env: Env, id: string) =>
+  (await env.prisma.stepResult.findMany({ where: { executionId: id }, orderBy: { seq: "asc" } })).map((s) => [
+    s.stepKey,
+    s.status,
+    s.output,
+  ]);
+
+function workflow(handler: (ctx: WorkflowContext<unknown>) => Promise<unknown>): WorkflowDefinition {
+  return { [WORKFLOW_BRAND]: true, kind: "workflow", id: "wf", options: { id: "wf" }, handler };
+}
+
+describe("a new run's start, written with its first step", () => {
+  it("the first job carries what the start would read, unless the lane has a limit or the input is large", async () => {
+    const env = await createTestEngine();
+    const plain = await newRun(env, { b: 1, a: [1.5, "x"] });
+    expect(plain.job.first).toEqual({
+      workflowId: "wf",
+      queueName: "default",
+      attempt: 1,
+      lease: 0,
+      input: { a: [1.5, "x"], b: 1 },
+    });
+    expect((await newRun(env, { text: "x".repeat(5000) })).job.first).toBeUndefined();
+    await env.prisma.queue.create({
+      data: { projectId: env.projectId, name: "default", concurrencyLimit: 3 },
+    });
+    expect((await newRun(env)).job.first).toBeUndefined();
+  });
+
+  it("the run stays queued until its first step's write, which stores the step and takes the run", async () => {
+    const env = await createTestEngine();
+    const { id, job } = await newRun(env);
+    const { start, started } = deferred(env, job);
+    expect((await rowOf(env, id)).status).toBe("queued");
+
+    const stored = await start.saveStep(step("a", 1, "A"), 1_000_000);
+    expect(stored.output).toBe("A");
+    const row = await rowOf(env, id);
+    expect([row.status, row.lease, row.dispatchSeq]).toEqual(["running", 1, 0]);
+    expect(row.startedAt).not.toBeNull();
+    expect(started).toEqual(["running/1"]);
+    // Later steps are written under the claim that write took.
+    await start.saveStep(step("b", 2, "B"), 1_000_000);
+    expect(await stepsOf(env, id)).toEqual([
+      ["a", "completed", "A"],
+      ["b", "completed", "B"],
+    ]);
+    expect((await start.started()).lease).toBe(1);
+    expect(started).toHaveLength(1);
+    start.dispose();
+  });
+
+  it("a first step still going after a moment: the start is written on its own and the run shows running", async () => {
+    const env = await createTestEngine();
+    const { id, job } = await newRun(env);
+    const { start, started } = deferred(env, job, 10);
+    await expect.poll(async () => (await rowOf(env, id)).status).toBe("running");
+    expect(started).toEqual(["running/1"]);
+    await start.saveStep(step("a", 1, "A"), 1_000_000);
+    expect(await stepsOf(env, id)).toEqual([["a", "completed", "A"]]);
+    expect((await rowOf(env, id)).lease).toBe(1);
+    start.dispose();
+  });
+
+  it("a run cancelled before its first write: a completed step is kept, a failed one is not, and the run stops", async () => {
+    const env = await createTestEngine();
+    const { id, job } = await newRun(env);
+    const { start, started } = deferred(env, job);
+    await env.engine.executions.cancel(env.projectId, id);
+
+    await expect(start.saveStep(step("a", 1, null, "failed"), 1_000_000)).rejects.toThrow(
+      ExecutionAbortedError,
+    );
+    await expect(start.saveStep(step("b", 2, "B"), 1_000_000)).rejects.toThrow(ExecutionAbortedError);
+    await expect(start.started()).rejects.toThrow(ExecutionAbortedError);
+    expect(await stepsOf(env, id)).toEqual([["b", "completed", "B"]]);
+    const row = await rowOf(env, id);
+    expect([row.status, row.lease, row.workerId]).toEqual(["cancelled", 0, null]);
+    expect(started).toEqual([]);
+  });
+
+  it("a redelivered job's start fences the first worker, which keeps its step for the second and stops", async () => {
+    const env = await createTestEngine();
+    const { id, job } = await newRun(env);
+    const { start } = deferred(env, job);
+    const second = await startedRun(env.engine, id, 0);
+    expect(second?.lease).toBe(1);
+
+    await expect(start.saveStep(step("a", 1, "from first"), 1_000_000)).rejects.toThrow(
+      ExecutionAbortedError,
+    );
+    const row = await rowOf(env, id);
+    expect([row.status, row.lease]).toEqual(["running", 1]);
+    // What the first worker finished is adopted, not run again.
+    const journal = await env.engine.executions.journal(id, { dispatchSeq: 0, lease: 1 });
+    expect(journal.steps.get("a")?.output).toBe("from first");
+  });
+
+  it("a run queued for this very job but not as it was made fails the job (retried), instead of ending it", async () => {
+    const env = await createTestEngine();
+    const { id, job } = await newRun(env);
+    const { start } = deferred(env, { ...job, first: { ...job.first!, lease: 7 } });
+    const refused = start.saveStep(step("a", 1, "A"), 1_000_000);
+    await expect(refused).rejects.toThrow(/queued for this job/);
+    await expect(refused).rejects.not.toThrow(ExecutionAbortedError);
+    expect((await rowOf(env, id)).status).toBe("queued");
+  });
+
+  it("through the job runner: a 3-step run completes, and a run whose first action is a sleep parks", async () => {
+    const env = await createTestEngine();
+    const run = async (definition: WorkflowDefinition, input?: unknown) => {
+      const { id, job } = await newRun(env, input);
+      const claims: number[] = [];
+      const host = createPostgresHost(env.engine, job, {
+        workerId: () => null,
+        logger,
+        delivery: { first: true, enqueuedAt: Date.now() },
+        onStarted: (claim) => claims.push(claim.lease),
+      });
+      const result = await processRun({ host, workflows: new Map([["wf", definition]]), logger });
+      return { id, result, claims };
+    };
+
+    const threeSteps = workflow(async (ctx) => {
+      const a = await ctx.step.run("a", () => (ctx.input as { n: number }).n + 1);
+      const b = await ctx.step.run("b", () => a * 2);
+      return ctx.step.run("c", () => `${b}!`);
+    });
+    const done = await run(threeSteps, { n: 4 });
+    expect(done.result).toBe("completed");
+    expect(done.claims).toEqual([1]);
+    const row = await rowOf(env, done.id);
+    expect([row.status, row.result, row.lease]).toEqual(["completed", "10!", 1]);
+    expect(await stepsOf(env, done.id)).toEqual([
+      ["a", "completed", 5],
+      ["b", "completed", 10],
+      ["c", "completed", "10!"],
+    ]);
+    const spans = await env.prisma.span.findMany({ where: { executionId: done.id, spanType: "step" } });
+    expect(spans.map((s) => s.name).sort()).toEqual(["a", "b", "c"]);
+
+    const napping = await run(
+      workflow(async (ctx) => {
+        await ctx.step.sleep("nap", 60_000);
+        return "woke";
+      }),
+    );
+    expect(napping.result).toBe("waiting");
+    expect(napping.claims).toEqual([1]);
+    expect((await rowOf(env, napping.id)).status).toBe("waiting");
+  });
+
+  it("a job delivered again, or picked up late, starts as usual", async () => {
+    const env = await createTestEngine();
+    for (const delivery of [
+      { first: false, enqueuedAt: Date.now() },
+      { first: true, enqueuedAt: Date.now() - 5000 },
+    ]) {
+      const { id, job } = await newRun(env);
+      let statusInStep: string | undefined;
+      const host = createPostgresHost(env.engine, job, { workerId: () => null, logger, delivery });
+      const wf = workflow(async (ctx) =>
+        ctx.step.run("a", async () => {
+          statusInStep = (await rowOf(env, id)).status;
+          return 1;
+        }),
+      );
+      expect(await processRun({ host, workflows: new Map([["wf", wf]]), logger })).toBe("completed");
+      expect(statusInStep).toBe("running");
+    }
+  });
+});
