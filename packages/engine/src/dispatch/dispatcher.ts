@@ -217,6 +217,18 @@ export class Dispatcher {
     }
   }
 
+  /**
+   * Removes a job that no worker holds (waiting, delayed, or finished); one a worker holds stays.
+   * Never throws: this only saves a worker a job that would find nothing to do.
+   */
+  async removeJob(projectId: string, queueName: string, jobId: string): Promise<void> {
+    try {
+      await this.bounded(this.queue(projectId, queueName).remove(jobId), "removing a job");
+    } catch (err) {
+      this.options.logger.debug({ err: String(err), jobId }, "job not removed");
+    }
+  }
+
   /** A job's BullMQ state ("active", "waiting", …), "unknown" when Redis has no such job. */
   jobState(projectId: string, queueName: string, jobId: string): Promise<string> {
     return this.queue(projectId, queueName).getJobState(jobId);

@@ -100,11 +100,14 @@ export interface Delivery {
   enqueuedAt: number;
 }
 
-/** Whether a run job may defer its start (see above). */
+/**
+ * Whether a run job may defer its start (see above). Its age is read on two clocks (the producer's
+ * and this process's): one more than a second apart never defers, so the window stays under two.
+ */
 export const mayDefer = (first: FirstRun | undefined, delivery: Delivery | undefined): first is FirstRun =>
   first !== undefined &&
   delivery?.first === true &&
-  Date.now() - delivery.enqueuedAt < MAX_DEFERRED_JOB_AGE_MS;
+  Math.abs(Date.now() - delivery.enqueuedAt) < MAX_DEFERRED_JOB_AGE_MS;
 
 type State =
   | { kind: "deferred" }
@@ -117,6 +120,7 @@ type State =
 export class DeferredStart {
   private state: State = { kind: "deferred" };
   private readonly timer: NodeJS.Timeout;
+  private disposed = false;
 
   constructor(
     private readonly deps: Pick<EngineDeps, "pool" | "metrics">,
@@ -137,9 +141,15 @@ export class DeferredStart {
       if (s.kind === "started")
         return storeStep(this.deps.pool, this.job.executionId, s.claim, step, maxBytes);
       if (s.kind === "lost") {
-        if (!(s.error instanceof ExecutionAbortedError)) throw s.error;
-        // A completed result is kept for whoever runs the run now (first write wins); this job stops.
-        return storeStep(this.deps.pool, this.job.executionId, this.asInserted(), step, maxBytes);
+        // A completed result is kept for whoever runs the run now (first write wins; a retry of this
+        // job adopts it when a write failed); this job stops.
+        if (s.error instanceof ExecutionAbortedError)
+          return storeStep(this.deps.pool, this.job.executionId, this.asInserted(), step, maxBytes);
+        if (step.status === "completed")
+          await storeStep(this.deps.pool, this.job.executionId, this.asInserted(), step, maxBytes).catch(
+            () => {},
+          );
+        throw s.error;
       }
       if (s.kind === "writing") {
         await s.done.catch(() => {});
@@ -173,8 +183,9 @@ export class DeferredStart {
     }
   }
 
-  /** Stops the timer: the job is over, and nothing may start the run for it any more. */
+  /** The job is over: no timer starts the run for it any more, and a start in flight is not reported. */
   dispose(): void {
+    this.disposed = true;
     clearTimeout(this.timer);
   }
 
@@ -183,7 +194,7 @@ export class DeferredStart {
   }
 
   /** Runs a taking statement (`values` are its leading params); the state ends started or lost. */
-  private async take<R extends Pick<StepWriteRow, "executionStatus" | "executionSeq">>(
+  private async take<R extends Pick<StepWriteRow, "executionStatus" | "executionSeq" | "executionLease">>(
     name: string,
     text: string,
     values: unknown[],
@@ -208,7 +219,7 @@ export class DeferredStart {
       clearTimeout(this.timer);
       this.state = { kind: "started", row: started, claim: claimOf(started) };
       this.deps.metrics.runStarted(started);
-      this.onStarted(started);
+      if (!this.disposed) this.onStarted(started);
       return row;
     } catch (error) {
       this.state = { kind: "lost", error };
@@ -216,12 +227,23 @@ export class DeferredStart {
     }
   }
 
-  private whyNotTaken(row: { executionStatus: string; executionSeq: number } | undefined): Error {
+  /** Why a take found nothing to take, from the run as the statement began (`row`). */
+  private whyNotTaken(
+    row: Pick<StepWriteRow, "executionStatus" | "executionSeq" | "executionLease"> | undefined,
+  ): Error {
     // Still queued for this very job, yet not as the job was made: never completed as stale (that
     // would strand the run, its job id taken), but failed, so BullMQ retries it with the usual start.
-    if (row?.executionStatus === "queued" && row.executionSeq === this.job.dispatchSeq) {
+    if (
+      row?.executionStatus === "queued" &&
+      row.executionSeq === this.job.dispatchSeq &&
+      row.executionLease !== this.job.first.lease
+    ) {
       return new Error("the run is queued for this job but not as the job was made; retrying its start");
     }
+    // Exactly as made, yet not taken: it moved on (a cancel, a redelivery's start) while the take
+    // waited for its lock.
+    if (row?.executionStatus === "queued")
+      return new ExecutionAbortedError("execution moved on before it started");
     return notThisClaims(row);
   }
 }

@@ -294,8 +294,8 @@ export class Executions {
   }
 
   /** A new run's start, written with its first step (deferred-start.ts); `onStarted` once it is taken. */
-  deferStart(job: DeferredJob, onStarted: (row: Execution) => void) {
-    return new DeferredStart(this.deps, job, onStarted);
+  deferStart(job: DeferredJob, onStarted: (row: Execution) => void, deferMs?: number) {
+    return new DeferredStart(this.deps, job, onStarted, deferMs);
   }
 
   /**

@@ -36,6 +36,8 @@ export function createPostgresHost(
     delivery?: Delivery;
     /** Called once the run is this job's (its claim taken), before any settle. */
     onStarted?: (claim: Claim) => void;
+    /** How long a deferred start waits for the first step's write (DeferredStart's default). */
+    deferStartMs?: number;
   },
 ): PostgresRunHost {
   let execution: Execution | undefined;
@@ -67,7 +69,10 @@ export function createPostgresHost(
     if (!execution || !claim) throw new Error("the run was not started");
     return { execution, claim };
   };
-  /** `settle` with the run held, or `lost` when a deferred start found the run moved on. */
+  /**
+   * `settle` with the run held (its events and spans flushed first), or `lost` when a deferred start
+   * found the run moved on.
+   */
   const whenHeld = async <T>(
     settle: (run: { execution: Execution; claim: Claim }) => Promise<T>,
     lost: T,
@@ -76,9 +81,11 @@ export function createPostgresHost(
     try {
       run = await held();
     } catch (err) {
+      await flush();
       if (err instanceof ExecutionAbortedError) return lost;
       throw err;
     }
+    await flush();
     return settle(run);
   };
   const observe = (run: { projectId: string; workflowId: string; rootExecutionId: string | null }) => {
@@ -105,6 +112,7 @@ export function createPostgresHost(
             takenAt: new Date(),
           },
           began,
+          options.deferStartMs,
         );
         loaded = { steps: [], waits: [] };
         fresh = true;
@@ -173,10 +181,9 @@ export function createPostgresHost(
       try {
         run = await held();
       } catch (err) {
-        // The run moved on before its deferred start: the held step is kept for whoever runs it now
-        // (first write wins; this throws ExecutionAbortedError too).
-        if (err instanceof ExecutionAbortedError && deferred && lastStep)
-          await deferred.saveStep(lastStep, maxResultBytes());
+        // The deferred start failed or found the run moved on: the held step is kept for whoever
+        // runs it now (first write wins; this throws as the start did).
+        if (deferred && lastStep) await deferred.saveStep(lastStep, maxResultBytes());
         throw err;
       }
       const { execution: started, claim } = run;
@@ -198,25 +205,27 @@ export function createPostgresHost(
       await flush();
       return (await engine.executions.complete(job.executionId, claim, result, { lastStep })) !== null;
     },
-    async fail(error, retry) {
-      await flush();
+    fail(error, retry) {
       return whenHeld(async ({ claim }) => {
         const row = await engine.executions.fail({ executionId: job.executionId, claim, error, retry });
         return row === null ? "not_ours" : row.status === "queued" ? "retrying" : "failed";
       }, "not_ours" as const);
     },
-    async block(waits) {
-      await flush();
+    block(waits) {
       return whenHeld(
         async ({ claim }) =>
           (await engine.executions.block({ executionId: job.executionId, claim, waits })) !== null,
         false,
       );
     },
-    notLoaded: () =>
-      whenHeld(
-        ({ execution, claim }) => engine.executions.notLoaded(execution, claim, options.workerId()),
-        "not_ours" as const,
-      ),
+    notLoaded: async () => {
+      try {
+        const { execution, claim } = await held();
+        return await engine.executions.notLoaded(execution, claim, options.workerId());
+      } catch (err) {
+        if (err instanceof ExecutionAbortedError) return "not_ours";
+        throw err;
+      }
+    },
   };
 }

@@ -122,21 +122,53 @@ describe("a new run's start, written with its first step", () => {
     start.dispose();
   });
 
-  it("a run cancelled before its first write: a completed step is kept, a failed one is not, and the run stops", async () => {
+  it("a run cancelled before a worker picked its job up loses the job; cancelled after, it stops at the first write", async () => {
     const env = await createTestEngine();
+    const waiting = await newRun(env);
+    await env.engine.executions.cancel(env.projectId, waiting.id);
+    expect(
+      await env.engine.dispatcher.queue(env.projectId, "default").getJob(runJobId(waiting.id, 0)),
+    ).toBeUndefined();
+
     const { id, job } = await newRun(env);
     const { start, started } = deferred(env, job);
     await env.engine.executions.cancel(env.projectId, id);
-
     await expect(start.saveStep(step("a", 1, null, "failed"), 1_000_000)).rejects.toThrow(
       ExecutionAbortedError,
     );
+    // A completed result is kept (as for a running run that was cancelled), and the run stops.
     await expect(start.saveStep(step("b", 2, "B"), 1_000_000)).rejects.toThrow(ExecutionAbortedError);
     await expect(start.started()).rejects.toThrow(ExecutionAbortedError);
     expect(await stepsOf(env, id)).toEqual([["b", "completed", "B"]]);
     const row = await rowOf(env, id);
     expect([row.status, row.lease, row.workerId]).toEqual(["cancelled", 0, null]);
     expect(started).toEqual([]);
+  });
+
+  it("a start whose write failed keeps a finished step for the job's retry, which adopts it", async () => {
+    const env = await createTestEngine();
+    const { id, job } = await newRun(env);
+    // The start written on its own waits behind this lock; its connection is then cut.
+    const locker = await env.engine.pool.connect();
+    await locker.query("BEGIN");
+    await locker.query("SELECT 1 FROM executions WHERE id = $1 FOR UPDATE", [id]);
+    const { start } = deferred(env, job, 1);
+    const takeWaiting = `FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%taken AS%'`;
+    await expect
+      .poll(async () => (await env.engine.pool.query(`SELECT pid ${takeWaiting}`)).rows.length)
+      .toBe(1);
+    await env.engine.pool.query(`SELECT pg_terminate_backend(pid) ${takeWaiting}`);
+    await locker.query("ROLLBACK");
+    locker.release();
+
+    const failed = start.saveStep(step("a", 1, "paid for"), 1_000_000);
+    await expect(failed).rejects.toThrow();
+    await expect(failed).rejects.not.toThrow(ExecutionAbortedError);
+    expect((await rowOf(env, id)).status).toBe("queued");
+    // BullMQ retries the job: the usual start, and the step is not run again.
+    const retry = await startedRun(env.engine, id, 0);
+    const journal = await env.engine.executions.journal(id, { dispatchSeq: 0, lease: retry!.lease });
+    expect(journal.steps.get("a")?.output).toBe("paid for");
   });
 
   it("a redelivered job's start fences the first worker, which keeps its step for the second and stops", async () => {
@@ -176,18 +208,24 @@ describe("a new run's start, written with its first step", () => {
         logger,
         delivery: { first: true, enqueuedAt: Date.now() },
         onStarted: (claim) => claims.push(claim.lease),
+        deferStartMs: NEVER,
       });
       const result = await processRun({ host, workflows: new Map([["wf", definition]]), logger });
       return { id, result, claims };
     };
 
+    let statusInFirstStep: string | undefined;
     const threeSteps = workflow(async (ctx) => {
-      const a = await ctx.step.run("a", () => (ctx.input as { n: number }).n + 1);
+      const a = await ctx.step.run("a", async () => {
+        statusInFirstStep = (await rowOf(env, ctx.execution.id)).status;
+        return (ctx.input as { n: number }).n + 1;
+      });
       const b = await ctx.step.run("b", () => a * 2);
       return ctx.step.run("c", () => `${b}!`);
     });
     const done = await run(threeSteps, { n: 4 });
     expect(done.result).toBe("completed");
+    expect(statusInFirstStep).toBe("queued");
     expect(done.claims).toEqual([1]);
     const row = await rowOf(env, done.id);
     expect([row.status, row.result, row.lease]).toEqual(["completed", "10!", 1]);
