@@ -69,6 +69,8 @@ export function renderMarkdown(r: BenchResult): string {
     `| breakdown: last step completed_at → execution completed_at | ${pct(latency.lastStepToCompletedMs)} | | |`,
     `| breakdown: stored completed_at → client has the ?wait response | ${pct(latency.completedToResponseMs)} | | |`,
     "",
+    `Postgres WAL flushes (disk syncs) per run, one at a time: ${f(latency.walFlushesPerRun, 2)} (pg_stat_io; the whole database, the scheduler's writes included).`,
+    "",
   );
 
   out.push(

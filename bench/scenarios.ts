@@ -99,6 +99,29 @@ export interface LatencyResult {
   completedToResponseMs: Summary;
   /** Of the stored timestamps behind the breakdown rows (the step gap is measured in the worker). */
   storedTimestampResolutionMs: number;
+  /** Postgres' WAL flushes (fsyncs, pg_stat_io) per measured run; null where Postgres has no pg_stat_io. */
+  walFlushesPerRun: number | null;
+}
+
+/**
+ * Postgres' WAL flushes so far (pg_stat_io, Postgres 16+), or null where it cannot tell. Backends
+ * report their counts within about a second of going idle, so a reading taken right after the work
+ * waits `settleMs` for them.
+ */
+async function walFlushes(databaseUrl: string, settleMs = 0): Promise<number | null> {
+  if (settleMs > 0) await new Promise((resolve) => setTimeout(resolve, settleMs));
+  const client = new pg.Client({ connectionString: databaseUrl });
+  try {
+    await client.connect();
+    const { rows } = await client.query<{ fsyncs: string | null }>(
+      "SELECT sum(fsyncs) AS fsyncs FROM pg_stat_io WHERE object = 'wal'",
+    );
+    return rows[0]?.fsyncs === null || rows[0]?.fsyncs === undefined ? null : Number(rows[0].fsyncs);
+  } catch {
+    return null;
+  } finally {
+    await client.end().catch(() => {});
+  }
 }
 
 export async function latencyScenario(
@@ -121,6 +144,7 @@ export async function latencyScenario(
   const elapsed: number[] = [];
   const executions: ExecutionBody[] = [];
   const responded: number[] = [];
+  const flushesBefore = await walFlushes(sys.databaseUrl, 1500);
   const start = performance.now();
   for (let i = 0; i < o.runs && performance.now() - start < o.timeoutMs; i++) {
     const r = await runOnce(i);
@@ -128,6 +152,7 @@ export async function latencyScenario(
     executions.push(r.execution);
     responded.push(r.respondedAt - ms(r.execution.completed_at));
   }
+  const flushesAfter = await walFlushes(sys.databaseUrl, 1500);
   // The worker's own step-to-step gaps, from the run's result (no-op steps: start ≈ end).
   const gaps: number[] = [];
   for (const e of executions) {
@@ -155,6 +180,10 @@ export async function latencyScenario(
     lastStepToCompletedMs: summarize(fromLast),
     completedToResponseMs: summarize(responded),
     storedTimestampResolutionMs: 1,
+    walFlushesPerRun:
+      flushesBefore === null || flushesAfter === null || elapsed.length === 0
+        ? null
+        : (flushesAfter - flushesBefore) / elapsed.length,
   };
 }
 
