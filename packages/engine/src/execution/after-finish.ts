@@ -1,6 +1,7 @@
 import type { Execution } from "@spool/db";
 import { isTerminal } from "@spool/shared";
 import type { EngineDeps } from "../deps.js";
+import { runJobId } from "../dispatch/dispatcher.js";
 import { freeSlot } from "./lane-slots.js";
 import { notifyParent } from "./notify-parent.js";
 
@@ -64,10 +65,19 @@ export async function afterTurn(deps: EngineDeps, execution: Execution): Promise
 /**
  * What follows every terminal transition, after its commit: the parent waiting on this run wakes,
  * then what follows every turn. The run's trace needs nothing here: the transition wrote it in its
- * own transaction.
+ * own transaction. A run that ended without ever starting (cancelled, timed out) loses its waiting
+ * job: a worker that picked it up would start nothing, but may defer its start to the first step's
+ * write (deferred-start.ts), and so run that step first.
  */
 export async function afterFinish(deps: EngineDeps, execution: Execution): Promise<void> {
   deps.metrics.runFinished(execution);
+  if (execution.startedAt === null) {
+    await deps.dispatcher.removeJob(
+      execution.projectId,
+      execution.dispatchQueue,
+      runJobId(execution.id, execution.dispatchSeq),
+    );
+  }
   await notifyParent(deps, execution);
   await afterTurn(deps, execution);
 }

@@ -1,7 +1,6 @@
 import type { Execution, Prisma } from "@spool/db";
 import { conflict, isTerminal } from "@spool/shared";
 import { type EngineDeps, TX_OPTIONS } from "../deps.js";
-import { runJobId } from "../dispatch/dispatcher.js";
 import type { SpanRow } from "../traces/span-rows.js";
 import { afterFinish } from "./after-finish.js";
 import { closePendingWaits } from "./close-waits.js";
@@ -63,21 +62,11 @@ export async function cancelTree(
 /**
  * After the commit: each cancelled run tells the parent waiting on it (a cancelled root fails its
  * parent's invoke step; a descendant's parent was cancelled with it, so nothing is waiting) and
- * `?wait=` clients. A run that never started loses its waiting job: a worker that picked it up
- * would start nothing, but may defer its start to the first step's write (deferred-start.ts), and so
- * run that step first.
+ * `?wait=` clients.
  */
 export async function afterCancel(deps: EngineDeps, tree: { cancelled: Execution[]; spans: SpanRow[] }) {
   deps.traces.publish(tree.spans);
-  for (const moved of tree.cancelled) {
-    if (moved.startedAt === null)
-      await deps.dispatcher.removeJob(
-        moved.projectId,
-        moved.dispatchQueue,
-        runJobId(moved.id, moved.dispatchSeq),
-      );
-    await afterFinish(deps, moved);
-  }
+  for (const moved of tree.cancelled) await afterFinish(deps, moved);
 }
 
 async function unfinishedDescendants(tx: Prisma.TransactionClient, rootIds: string[]): Promise<string[]> {

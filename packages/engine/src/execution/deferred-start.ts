@@ -32,9 +32,9 @@ import { rawTransition } from "./transition.js";
  * unique, and a sweep's re-enqueue under it is a no-op while the job is active.
  *
  * What it gives up, and why that is safe:
- * - A cancel removes the run's waiting job (cancel-execution.ts). One that lands after a worker took
- *   the job is seen at the first step's write, as for a running run: the step's result is kept, the
- *   run stops there.
+ * - A run cancelled (or timed out) before it started loses its waiting job (after-finish.ts). A
+ *   cancel that lands after a worker took the job is seen at the first step's write, as for a
+ *   running run: the step's result is kept, the run stops there.
  * - The start does not count a lane limit: the API sends FirstRun only for a lane that had none at
  *   the insert, and a job older than MAX_DEFERRED_JOB_AGE_MS starts as usual, so a limit set on a
  *   lane counts every run started more than a second later.

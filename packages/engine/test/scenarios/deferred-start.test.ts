@@ -122,13 +122,21 @@ describe("a new run's start, written with its first step", () => {
     start.dispose();
   });
 
-  it("a run cancelled before a worker picked its job up loses the job; cancelled after, it stops at the first write", async () => {
+  it("a run cancelled or timed out before a worker picked its job up loses the job; cancelled after, it stops at the first write", async () => {
     const env = await createTestEngine();
+    const jobOf = (id: string) =>
+      env.engine.dispatcher.queue(env.projectId, "default").getJob(runJobId(id, 0));
     const waiting = await newRun(env);
     await env.engine.executions.cancel(env.projectId, waiting.id);
-    expect(
-      await env.engine.dispatcher.queue(env.projectId, "default").getJob(runJobId(waiting.id, 0)),
-    ).toBeUndefined();
+    expect(await jobOf(waiting.id)).toBeUndefined();
+    const late = await newRun(env);
+    await env.prisma.execution.update({
+      where: { id: late.id },
+      data: { runTimeoutSeconds: 1, deadlineAt: new Date(Date.now() - 1000) },
+    });
+    expect(await env.engine.sweeps.timeOutRuns()).toBe(1);
+    expect((await rowOf(env, late.id)).status).toBe("failed");
+    expect(await jobOf(late.id)).toBeUndefined();
 
     const { id, job } = await newRun(env);
     const { start, started } = deferred(env, job);
