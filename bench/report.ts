@@ -1,6 +1,12 @@
 // Renders a benchmark result as Markdown: each of our figures beside the floor of the same run.
 import type { FloorResult } from "./floor.js";
-import type { EventsResult, LatencyResult, PushResult, ThroughputResult } from "./scenarios.js";
+import type {
+  EventsResult,
+  LatencyResult,
+  PeerLoadPoint,
+  PushResult,
+  ThroughputResult,
+} from "./scenarios.js";
 import type { Summary } from "./stats.js";
 
 export interface BenchResult {
@@ -20,6 +26,7 @@ export interface BenchResult {
   floor: FloorResult;
   latency: LatencyResult;
   throughput: ThroughputResult;
+  closedLoop: PeerLoadPoint[];
   events: EventsResult;
   push: PushResult;
   durationSec: number;
@@ -129,6 +136,24 @@ export function renderMarkdown(r: BenchResult): string {
     `| steps/s vs Postgres INSERT + commit/s (${pgN.clients} clients, ${pgN.inserts} inserts) | ${f(bestSteps)} | ${f(pgN.insertsPerSec)} | ${ratio(bestSteps, pgN.insertsPerSec)} |`,
     "",
   );
+
+  const peerLoad = r.closedLoop;
+  if (peerLoad.length > 0) {
+    const keys = [...new Set(peerLoad.flatMap((x) => Object.keys(x.cpuPercent)))];
+    out.push(
+      `## Closed loop, as ../shared/peers-bench measures the peers (${(peerLoad[0]?.windowMs ?? 0) / 1000} s measured per row, after a ramp-up)`,
+      "",
+      "Each client sends its next run (POST …/run?wait=30) as soon as its last one answered; runs answered inside the window count. CPU in % of one core over the window.",
+      "",
+      `| clients | runs/s | run p50 / p99 (ms) | failed | ${keys.join(" | ")} | machine CPU ms per run |`,
+      `|---|---|---|---|${keys.map(() => "---").join("|")}|---|`,
+      ...peerLoad.map(
+        (x) =>
+          `| ${x.clients} | ${f(x.runsPerSec)} | ${f(x.runMs.p50)} / ${f(x.runMs.p99)} | ${x.failed} | ${keys.map((k) => f(x.cpuPercent[k], 0)).join(" | ")} | ${f(x.machineCpuMsPerRun, 2)} |`,
+      ),
+      "",
+    );
+  }
 
   out.push(
     `## Events: publish into a batch trigger (batch_size ${events.batchSize})`,

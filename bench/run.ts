@@ -1,5 +1,6 @@
 // `npm run bench [-- --full | --smoke] [--out <dir>] [--apis N] [--workers N] [--concurrency N]
-//                  [--rates 50,100,… (runs/s)] [--window <seconds per rate>] [--no-fsync]`
+//                  [--rates 50,100,… (runs/s)] [--window <seconds per rate>] [--clients 8,32,64]
+//                  [--no-fsync]`
 //
 // Starts the real system (system.ts), measures the floor (floor.ts) and Spool (scenarios.ts) on the
 // same Postgres and Redis, then writes <out>/<YYYY-MM-DD>.json and .md and prints the Markdown.
@@ -13,7 +14,13 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { measureFloor } from "./floor.js";
 import { type BenchResult, renderMarkdown } from "./report.js";
-import { eventsScenario, latencyScenario, pushScenario, throughputScenario } from "./scenarios.js";
+import {
+  eventsScenario,
+  latencyScenario,
+  peerLoadScenario,
+  pushScenario,
+  throughputScenario,
+} from "./scenarios.js";
 import { procMemMiB } from "./stats.js";
 import { ROOT, startSystem, stopAllAndExit, stopAllOnSignals } from "./system.js";
 
@@ -27,6 +34,7 @@ const { values: args } = parseArgs({
     concurrency: { type: "string", default: "10" },
     rates: { type: "string" },
     window: { type: "string" },
+    clients: { type: "string" },
     // The embedded Postgres is durable (fsync on) unless this says otherwise: production is.
     "no-fsync": { type: "boolean", default: false },
   },
@@ -49,6 +57,7 @@ const PLANS = {
     events: { batches: 1, publishers: 4, timeoutMs: 30_000 },
     floor: { jobs1: 20, jobsN: 100, inserts1: 20, insertsN: 100, timeoutMs: 20_000 },
     push: { runs: 5, warmup: 2, windowMs: 1_000 },
+    closedLoop: { clients: [2], windowMs: 1_000, rampupMs: 500 },
   },
   quick: {
     latency: { runs: 500, warmup: 50, timeoutMs: 60_000 },
@@ -61,6 +70,8 @@ const PLANS = {
     events: { batches: 10, publishers: 4, timeoutMs: 30_000 },
     floor: { jobs1: 500, jobsN: 5_000, inserts1: 500, insertsN: 5_000, timeoutMs: 30_000 },
     push: { runs: 300, warmup: 30, windowMs: 10_000 },
+    // As ../shared/peers-bench measures Restate and DBOS (--conc 8,32,64 --duration 10 --rampup 2).
+    closedLoop: { clients: [8, 32, 64], windowMs: 10_000, rampupMs: 2_000 },
   },
   full: {
     latency: { runs: 2_000, warmup: 100, timeoutMs: 300_000 },
@@ -73,6 +84,7 @@ const PLANS = {
     events: { batches: 50, publishers: 8, timeoutMs: 120_000 },
     floor: { jobs1: 2_000, jobsN: 20_000, inserts1: 2_000, insertsN: 20_000, timeoutMs: 60_000 },
     push: { runs: 1_000, warmup: 50, windowMs: 30_000 },
+    closedLoop: { clients: [8, 32, 64], windowMs: 20_000, rampupMs: 2_000 },
   },
 } as const;
 const base = PLANS[mode];
@@ -81,7 +93,14 @@ const windowMs = args.window ? Number(args.window) * 1000 : base.throughput.wind
 if (rates.some((r) => !Number.isFinite(r) || r <= 0 || r > 10_000)) throw new Error("--rates: e.g. 20,40,80");
 if (!Number.isFinite(windowMs) || windowMs < 100 || windowMs > 600_000)
   throw new Error("--window: seconds, 0.1..600");
-const plan = { ...base, throughput: { ...base.throughput, rates, windowMs } };
+const clients = args.clients ? args.clients.split(",").map(Number) : [...base.closedLoop.clients];
+if (clients.some((c) => !Number.isInteger(c) || c < 1 || c > 1000))
+  throw new Error("--clients: e.g. 8,32,64");
+const plan = {
+  ...base,
+  throughput: { ...base.throughput, rates, windowMs },
+  closedLoop: { ...base.closedLoop, clients },
+};
 
 const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 const outDir = resolve(args.out ?? join(ROOT, "bench", "results"));
@@ -130,6 +149,7 @@ async function main() {
   log(`latency: ${plan.latency.runs} runs one at a time (after ${plan.latency.warmup} warm-up runs)`);
   const latency = await latencyScenario(sys, plan.latency);
   const throughput = await throughputScenario(sys, plan.throughput, (pid) => procMemMiB(pid, "VmHWM"));
+  const closedLoop = await peerLoadScenario(sys, plan.closedLoop);
   log(`events: ${plan.events.batches * 100} events into a batch_size 100 trigger`);
   const events = await eventsScenario(sys, plan.events);
   log(`push path: ${plan.push.runs} runs one at a time through a remote worker`);
@@ -159,6 +179,7 @@ async function main() {
     floor,
     latency,
     throughput,
+    closedLoop,
     events,
     push,
     durationSec: Math.round((performance.now() - started) / 100) / 10,

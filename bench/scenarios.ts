@@ -435,6 +435,92 @@ function cpuGroupsOf(sys: BenchSystem): Record<string, () => number[]> {
 }
 
 // -------------------------------------------------------------------------------------------------
+// Closed loop as ../shared/peers-bench measures the peers: N clients, each sending its next run as
+// soon as the last one answered, a ramp-up not counted, then a measured window.
+
+export interface PeerLoadPoint {
+  clients: number;
+  windowMs: number;
+  /** Runs whose answer came inside the measured window. */
+  completed: number;
+  failed: number;
+  runsPerSec: number | null;
+  /** Client-observed, of the runs answered inside the window. */
+  runMs: Summary;
+  /** CPU use over the measured window, in percent of one core, per process group and the machine. */
+  cpuPercent: Record<string, number | null>;
+  /** The whole machine's busy CPU milliseconds per run answered in the window. */
+  machineCpuMsPerRun: number | null;
+}
+
+export async function peerLoadScenario(
+  sys: BenchSystem,
+  o: { clients: readonly number[]; windowMs: number; rampupMs: number },
+): Promise<PeerLoadPoint[]> {
+  const http = client(sys);
+  const cpuGroups = cpuGroupsOf(sys);
+  const points: PeerLoadPoint[] = [];
+  for (const clients of o.clients) {
+    log(`closed loop: ${clients} clients, ${o.rampupMs / 1000} s ramp-up, ${o.windowMs / 1000} s measured`);
+    const start = performance.now();
+    const windowStart = start + o.rampupMs;
+    const windowEnd = windowStart + o.windowMs;
+    const answered: [number, number][] = [];
+    let failed = 0;
+    let seq = 0;
+    let cpuBefore: Record<string, number | null> = {};
+    let machineBefore: number | null = null;
+    let cpuAt = 0;
+    const sampling = sleep(o.rampupMs).then(() => {
+      cpuAt = performance.now();
+      cpuBefore = cpuSnapshot(cpuGroups);
+      machineBefore = machineBusySeconds();
+    });
+    const ended = sleep(o.rampupMs + o.windowMs).then(() => ({
+      cpu: cpuSnapshot(cpuGroups),
+      machine: machineBusySeconds(),
+      at: performance.now(),
+    }));
+    await Promise.all(
+      Array.from({ length: clients }, async () => {
+        while (performance.now() < windowEnd) {
+          const i = seq++;
+          const t0 = performance.now();
+          const res = await http<ExecutionBody>("POST", `/workflows/${WORKFLOW}/run?wait=30`, {
+            input: { i },
+          }).catch(() => null);
+          if (res?.status === 200 && res.body.status === "completed") answered.push([t0, performance.now()]);
+          else failed++;
+        }
+      }),
+    );
+    await sampling;
+    const after = await ended;
+    const wallMs = after.at - cpuAt;
+    const inWindow = answered.filter(([, end]) => end >= windowStart && end <= windowEnd);
+    const cpu = cpuPercent(cpuBefore, after.cpu, wallMs);
+    const machineBusy =
+      machineBefore === null || after.machine === null ? null : after.machine - machineBefore;
+    cpu["whole machine"] = machineBusy === null ? null : round((machineBusy / (wallMs / 1000)) * 100, 0);
+    points.push({
+      clients,
+      windowMs: o.windowMs,
+      completed: inWindow.length,
+      failed,
+      runsPerSec: round((inWindow.length / o.windowMs) * 1000, 1),
+      runMs: summarize(inWindow.map(([t0, end]) => end - t0)),
+      cpuPercent: cpu,
+      machineCpuMsPerRun:
+        machineBusy === null || inWindow.length === 0
+          ? null
+          : round((machineBusy * 1000) / inWindow.length, 2),
+    });
+    await sleep(1000);
+  }
+  return points;
+}
+
+// -------------------------------------------------------------------------------------------------
 // Events: publish into a batch trigger (batch_size 100).
 
 export interface EventsResult {

@@ -71,6 +71,15 @@ describe("npm run bench -- --smoke", () => {
     expect(r.throughput.memory.peakRssMiB.api).toBeGreaterThan(0);
     expect(r.throughput.memory.peakRssMiB.worker).toBeGreaterThan(0);
 
+    // Closed loop as the peers are measured: every run answered, the machine's CPU read.
+    const [point] = r.closedLoop;
+    expect(point.clients).toBe(r.setup.plan.closedLoop.clients[0]);
+    expect(point.failed).toBe(0);
+    expect(point.completed).toBeGreaterThan(0);
+    measured(point.runMs, point.completed);
+    expect(point.runsPerSec).toBeGreaterThan(0);
+    expect(point.cpuPercent.api).toBeGreaterThan(0);
+
     // Events: one full batch of 100 fired and its delay was measured.
     expect(r.events.published).toBe(100);
     expect(r.events.batchesFired).toBe(1);
@@ -95,5 +104,6 @@ describe("npm run bench -- --smoke", () => {
     expect(md).toContain("## Latency");
     expect(md).toContain("## Floor");
     expect(md).toContain("## The remote push path");
+    expect(md).toContain("## Closed loop, as ../shared/peers-bench measures the peers");
   }, 120_000);
 });
