@@ -12,7 +12,7 @@ export type { ExecutionView, RunReceipt } from "./execution/executions.js";
 export type { StepView } from "./execution/list-steps.js";
 export type { StartResult } from "./execution/start-execution.js";
 export { canTransition, TRANSITIONS } from "./execution/statuses.js";
-export { createPostgresHost, type PostgresRunHost } from "./in-cluster/postgres-host.js";
+export { createPostgresHost } from "./in-cluster/postgres-host.js";
 export { createPrometheusMetrics, type EngineMetrics, NO_METRICS } from "./metrics/metrics.js";
 export { processMetrics, serveMetrics } from "./metrics/server.js";
 export { registerStateGauges } from "./metrics/state-gauges.js";

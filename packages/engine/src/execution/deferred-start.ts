@@ -200,6 +200,7 @@ export class DeferredStart {
     text: string,
     values: unknown[],
   ): Promise<R> {
+    let row: (R & Record<string, unknown>) | undefined;
     try {
       const { rows } = await this.deps.pool.query<R & Record<string, unknown>>({
         name,
@@ -214,18 +215,22 @@ export class DeferredStart {
           FIRST_START.from,
         ],
       });
-      const row = rows[0];
-      const started = row && unprefixed<Execution>(row, STARTED);
-      if (!row || !started?.id) throw this.whyNotTaken(row);
-      clearTimeout(this.timer);
-      this.state = { kind: "started", row: started, claim: claimOf(started) };
-      this.deps.metrics.runStarted(started);
-      if (!this.disposed) this.onStarted(started);
-      return row;
+      row = rows[0];
     } catch (error) {
       this.state = { kind: "lost", error };
       throw error;
     }
+    const started = row && unprefixed<Execution>(row, STARTED);
+    if (!row || !started?.id) {
+      const error = this.whyNotTaken(row);
+      this.state = { kind: "lost", error };
+      throw error;
+    }
+    clearTimeout(this.timer);
+    this.state = { kind: "started", row: started, claim: claimOf(started) };
+    this.deps.metrics.runStarted(started);
+    if (!this.disposed) this.onStarted(started);
+    return row;
   }
 
   /** Why a take found nothing to take, from the run as the statement began (`row`). */

@@ -15,11 +15,6 @@ import { createSpanWriter } from "../traces/span-writer.js";
 /** How long a held run is watched per round before its holder is checked again. */
 const HELD_RECHECK_MS = 30_000;
 
-export interface PostgresRunHost extends RunHost {
-  /** The claim `start` took (undefined before, or when the job was stale). */
-  claim(): Claim | undefined;
-}
-
 /**
  * The in-cluster host of one run job: the worker reads and settles the run straight in Postgres
  * through the engine, publishes its live events and step spans in batches, and shows the run as
@@ -39,7 +34,7 @@ export function createPostgresHost(
     /** How long a deferred start waits for the first step's write (DeferredStart's default). */
     deferStartMs?: number;
   },
-): PostgresRunHost {
+): RunHost {
   let execution: Execution | undefined;
   let claim: Claim | undefined;
   let deferred: DeferredStart | undefined;
@@ -76,17 +71,14 @@ export function createPostgresHost(
   const whenHeld = async <T>(
     settle: (run: { execution: Execution; claim: Claim }) => Promise<T>,
     lost: T,
-  ) => {
-    let run: { execution: Execution; claim: Claim };
-    try {
-      run = await held();
-    } catch (err) {
-      await flush();
-      if (err instanceof ExecutionAbortedError) return lost;
-      throw err;
-    }
-    await flush();
-    return settle(run);
+  ): Promise<T> => {
+    const run = await held()
+      .catch((err) => {
+        if (err instanceof ExecutionAbortedError) return null;
+        throw err;
+      })
+      .finally(flush);
+    return run ? settle(run) : lost;
   };
   const observe = (run: { projectId: string; workflowId: string; rootExecutionId: string | null }) => {
     const ids = { projectId: run.projectId, workflowId: run.workflowId, executionId: job.executionId };
@@ -99,7 +91,6 @@ export function createPostgresHost(
   };
 
   return {
-    claim: () => claim,
     async start() {
       if (mayDefer(job.first, options.delivery)) {
         const first = job.first;
@@ -218,14 +209,10 @@ export function createPostgresHost(
         false,
       );
     },
-    notLoaded: async () => {
-      try {
-        const { execution, claim } = await held();
-        return await engine.executions.notLoaded(execution, claim, options.workerId());
-      } catch (err) {
-        if (err instanceof ExecutionAbortedError) return "not_ours";
-        throw err;
-      }
-    },
+    notLoaded: () =>
+      whenHeld(
+        ({ execution, claim }) => engine.executions.notLoaded(execution, claim, options.workerId()),
+        "not_ours" as const,
+      ),
   };
 }
