@@ -1,6 +1,7 @@
 import { PrismaPg } from "@prisma/adapter-pg";
-import pg from "pg";
+import type pg from "pg";
 import { Prisma, PrismaClient } from "./generated/prisma/client.js";
+import { GroupCommitPool } from "./group-commit.js";
 
 export * from "./generated/prisma/client.js";
 export type { pg };
@@ -13,7 +14,8 @@ export interface CreateDatabaseOptions {
 
 /**
  * One process's database access: one `pg` pool, shared by Prisma (schema-typed queries on the cold
- * paths) and the hot path's raw SQL (engine/src/sql), so a process holds one set of connections.
+ * paths) and the hot path's raw SQL (engine/src/sql), so a process holds one set of connections. The
+ * hot path's named statements go through group commit (group-commit.ts).
  */
 export interface Database {
   prisma: PrismaClient;
@@ -21,7 +23,7 @@ export interface Database {
 }
 
 export function createDatabase({ databaseUrl, maxConnections = 10 }: CreateDatabaseOptions): Database {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: maxConnections });
+  const pool = new GroupCommitPool({ connectionString: databaseUrl, max: maxConnections });
   // An idle client losing its connection (Postgres restarted) must not crash the process; the pool
   // drops it and the next query opens a new one.
   pool.on("error", () => {});

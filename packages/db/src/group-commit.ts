@@ -1,0 +1,339 @@
+import pg from "pg";
+
+/**
+ * Group commit for the hot path's prepared statements. Under load every run's statements queue up
+ * behind each other; sent one by one, each costs a round trip, a commit and, on this kind of
+ * machine, two syscalls and a wake-up on each side, which is most of what a no-op step costs. What
+ * queues while the pool's groups are busy leaves as one group instead: one message (a Bind, Describe
+ * and Execute per statement, one Sync), so one transaction and one commit. An idle process sends
+ * each statement at once, alone, so the group adds no wait.
+ *
+ * Each statement keeps its meaning: the hot path's statements are single self-contained statements
+ * (a conditional write and its reads in one), each reads a fresh snapshot (read committed), and every
+ * caller is answered only after the group's commit. When one statement fails, or waits for a row lock
+ * longer than GROUP_LOCK_TIMEOUT, Postgres rolls the whole group back; every statement of it is then
+ * sent again on its own, outside the groups' slots, so each caller sees only its own statement's
+ * outcome and a lock wait holds up neither the others nor the hot path. A lost connection is
+ * reported to every caller as it would be for a single statement: the outcome is unknown.
+ */
+
+/** A named prepared statement, as `pool.query({ name, text, values })` takes it. */
+export interface NamedStatement {
+  name: string;
+  text: string;
+  values?: unknown[];
+}
+
+export interface GroupCommitOptions {
+  /** Groups in flight at once (connections the hot path holds); more queue behind them. */
+  maxGroups?: number;
+  /** Statements in one group at most. */
+  maxStatements?: number;
+}
+
+// node-postgres internals a group drives the wire with; @types/pg does not describe them.
+interface Wire {
+  parse(o: { name: string; text: string; types: number[] }): void;
+  stream: { cork?(): void; uncork?(): void };
+  parsedStatements: Record<string, string | undefined>;
+  /** `values` already serialized (utils.prepareValue), as Query's valueMapper would. */
+  bind(o: { portal: string; statement: string; values: unknown[] }): void;
+  describe(o: { type: "P"; name: string }): void;
+  execute(o: { portal: string; rows: number }): void;
+  sync(): void;
+}
+interface RowResult extends pg.QueryResult {
+  addFields(fields: unknown[]): void;
+  parseRow(fields: unknown[]): pg.QueryResultRow;
+  addRow(row: pg.QueryResultRow): void;
+  addCommandComplete(msg: unknown): void;
+}
+const internals = pg as unknown as {
+  Result: new () => RowResult;
+  utils: { prepareValue(value: unknown): unknown };
+};
+
+/** How long a grouped statement may wait for a row lock before its group gives way. */
+const GROUP_LOCK_TIMEOUT = "50ms";
+/** SQLSTATE of a lock wait lock_timeout ended. */
+const LOCK_NOT_AVAILABLE = "55P03";
+
+interface Pending {
+  statement: NamedStatement;
+  /** Its values as they go on the wire, serialized when it was queued (a value that cannot be fails its caller there). */
+  wireValues: unknown[];
+  resolve(result: pg.QueryResult): void;
+  reject(error: unknown): void;
+}
+
+/** One group on the wire: a pg Submittable answering each message for the statement it belongs to. */
+class StatementGroup implements pg.Submittable {
+  readonly results: RowResult[];
+  /** A row that failed to parse, per statement: that statement's caller gets the error. */
+  readonly rowErrors: unknown[];
+  /** The statement the next message is about: -1 the SET before them, `length` the RESET after. */
+  private current = -1;
+
+  constructor(
+    private readonly statements: Pending[],
+    private readonly settled: (error: unknown) => void,
+  ) {
+    this.results = statements.map(() => new internals.Result());
+    this.rowErrors = statements.map(() => undefined);
+  }
+
+  submit(connection: pg.Connection): void {
+    const wire = connection as unknown as Wire;
+    const unnamed = (text: string) => {
+      wire.parse({ name: "", text, types: [] });
+      wire.bind({ portal: "", statement: "", values: [] });
+      wire.execute({ portal: "", rows: 0 });
+    };
+    wire.stream.cork?.();
+    try {
+      // A group holds the rows its first statements locked while a later one waits. It gives way
+      // instead of waiting long (its statements are then sent alone): it can never be the other half
+      // of a deadlock with a transaction that locks runs in their lock order. Both settings are
+      // transactional, so an aborted group leaves the connection as it found it.
+      unnamed(`SET lock_timeout = '${GROUP_LOCK_TIMEOUT}'`);
+      for (const { statement, wireValues } of this.statements) {
+        wire.bind({ portal: "", statement: statement.name, values: wireValues });
+        wire.describe({ type: "P", name: "" });
+        wire.execute({ portal: "", rows: 0 });
+      }
+      unnamed("RESET lock_timeout");
+      wire.sync();
+    } finally {
+      wire.stream.uncork?.();
+    }
+  }
+
+  handleRowDescription(msg: { fields: unknown[] }): void {
+    this.results[this.current]?.addFields(msg.fields);
+  }
+
+  handleDataRow(msg: { fields: unknown[] }): void {
+    const result = this.results[this.current];
+    if (!result || this.rowErrors[this.current] !== undefined) return;
+    try {
+      result.addRow(result.parseRow(msg.fields));
+    } catch (err) {
+      this.rowErrors[this.current] = err;
+    }
+  }
+
+  handleCommandComplete(msg: unknown): void {
+    this.results[this.current]?.addCommandComplete(msg);
+    this.current++;
+  }
+
+  handleEmptyQuery(): void {
+    this.current++;
+  }
+
+  handlePortalSuspended(): void {}
+
+  handleError(error: unknown): void {
+    this.settled(error);
+  }
+
+  handleReadyForQuery(): void {
+    this.settled(null);
+  }
+}
+
+/**
+ * Prepares a named statement on a connection without running it (a Parse and a Sync). The client
+ * records it as prepared from this object's name and text, as it does for its own queries.
+ */
+class Prepare implements pg.Submittable {
+  constructor(
+    readonly name: string,
+    readonly text: string,
+    private readonly done: (error: unknown) => void,
+  ) {}
+
+  submit(connection: pg.Connection): void {
+    const wire = connection as unknown as Wire;
+    wire.stream.cork?.();
+    try {
+      wire.parse({ name: this.name, text: this.text, types: [] });
+      wire.sync();
+    } finally {
+      wire.stream.uncork?.();
+    }
+  }
+
+  handleError(error: unknown): void {
+    this.done(error);
+  }
+
+  handleReadyForQuery(): void {
+    this.done(undefined);
+  }
+}
+
+export class GroupCommit {
+  private readonly queue: Pending[] = [];
+  private inFlight = 0;
+  private scheduled = false;
+  private readonly maxGroups: number;
+  private readonly maxStatements: number;
+
+  /** `single` sends one statement on its own (the pool's own query). */
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly single: (statement: NamedStatement) => Promise<pg.QueryResult>,
+    options: GroupCommitOptions = {},
+  ) {
+    this.maxGroups = options.maxGroups ?? 2;
+    this.maxStatements = options.maxStatements ?? 32;
+  }
+
+  query(statement: NamedStatement): Promise<pg.QueryResult> {
+    return new Promise((resolve, reject) => {
+      let wireValues: unknown[];
+      try {
+        wireValues = (statement.values ?? []).map((v) => internals.utils.prepareValue(v));
+      } catch (err) {
+        return reject(err);
+      }
+      this.queue.push({ statement, wireValues, resolve, reject });
+      // Statements issued in the same turn of the event loop can share a group.
+      if (!this.scheduled) {
+        this.scheduled = true;
+        queueMicrotask(() => {
+          this.scheduled = false;
+          this.pump();
+        });
+      }
+    });
+  }
+
+  private pump(): void {
+    while (this.inFlight < this.maxGroups && this.queue.length > 0) {
+      const group = this.queue.splice(0, this.maxStatements);
+      this.inFlight++;
+      void this.send(group)
+        .then(
+          // Sent again alone, outside the groups' slots: each may wait for a lock as long as it must.
+          (again) => {
+            for (const p of again) this.single(p.statement).then(p.resolve, p.reject);
+          },
+          (err: unknown) => {
+            for (const p of group) p.reject(err);
+          },
+        )
+        .finally(() => {
+          this.inFlight--;
+          this.pump();
+        });
+    }
+  }
+
+  /**
+   * Sends a group (of one, too) on one connection. Resolves to the statements to send again alone:
+   * all of them when Postgres rolled the group back for one statement's error or a lock wait;
+   * every other caller has been answered.
+   */
+  private async send(group: Pending[]): Promise<Pending[]> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      for (const p of group) p.reject(err);
+      return [];
+    }
+    let lost: unknown;
+    try {
+      // A statement not yet prepared on this connection is prepared first (once per connection), so
+      // a group never carries a Parse, whose fate after an error would be unknown.
+      const parsed = (client as unknown as { connection: Wire }).connection.parsedStatements;
+      const ready: Pending[] = [];
+      for (const p of group) {
+        const { name, text } = p.statement;
+        if (lost === undefined && parsed[name] !== text) {
+          const error = await new Promise((done) => client.query(new Prepare(name, text, done)));
+          if (error !== undefined && !rolledBackOnly(error)) lost = error;
+          if (error !== undefined) {
+            p.reject(error);
+            continue;
+          }
+        }
+        if (lost !== undefined) p.reject(lost);
+        else ready.push(p);
+      }
+      if (ready.length === 0) return [];
+      const outcome = await this.sendGroup(client, ready);
+      if (outcome === undefined) return [];
+      // Alone already: only a wait the group's lock timeout cut short is worth sending again.
+      if (rolledBackOnly(outcome) && (ready.length > 1 || outcome.code === LOCK_NOT_AVAILABLE)) return ready;
+      lost = outcome;
+      for (const p of ready) p.reject(outcome);
+      return [];
+    } catch (err) {
+      lost = err;
+      throw err;
+    } finally {
+      client.release(lost === undefined ? undefined : lost instanceof Error ? lost : new Error(String(lost)));
+    }
+  }
+
+  /** Sends a group on `client`: undefined when it committed (every caller answered), else the error. */
+  private sendGroup(client: pg.PoolClient, group: Pending[]): Promise<unknown> {
+    return new Promise((done) => {
+      const submitted = new StatementGroup(group, (error) => {
+        if (error === null)
+          group.forEach((p, i) => {
+            const rowError = submitted.rowErrors[i];
+            if (rowError !== undefined) p.reject(rowError);
+            else p.resolve(submitted.results[i] as pg.QueryResult);
+          });
+        done(error ?? undefined);
+      });
+      client.query(submitted);
+    });
+  }
+}
+
+/**
+ * An error after which the transaction was rolled back and the connection is fine: a statement's
+ * ERROR. Anything else (a FATAL as the server ends the connection, a lost socket) may have come
+ * after the commit, so nothing is sent again, as with a single statement.
+ */
+function rolledBackOnly(err: unknown): err is pg.DatabaseError {
+  return err instanceof pg.DatabaseError && err.severity === "ERROR";
+}
+
+/**
+ * A pg pool whose named statements (`query({ name, text, values })`, the hot path's) go through
+ * group commit; everything else (Prisma's queries, transactions on a checked-out client) as before.
+ */
+export class GroupCommitPool extends pg.Pool {
+  private readonly groups: GroupCommit;
+
+  constructor(config: pg.PoolConfig, options: GroupCommitOptions = {}) {
+    super(config);
+    this.groups = new GroupCommit(this, (s) => super.query(s), options);
+  }
+
+  // biome-ignore lint/suspicious/noExplicitAny: pg.Pool's query is overloaded; this keeps every overload.
+  override query(...args: any[]): any {
+    const [config, values, callback] = args;
+    if (values === undefined && callback === undefined && isNamedStatement(config))
+      return this.groups.query(config);
+    return (super.query as (...a: unknown[]) => unknown)(...args);
+  }
+}
+
+function isNamedStatement(config: unknown): config is NamedStatement {
+  if (typeof config !== "object" || config === null) return false;
+  const c = config as Record<string, unknown>;
+  return (
+    typeof c.name === "string" &&
+    typeof c.text === "string" &&
+    !("submit" in c) &&
+    !("rowMode" in c) &&
+    !("types" in c)
+  );
+}
