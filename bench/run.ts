@@ -31,7 +31,7 @@ const { values: args } = parseArgs({
     out: { type: "string" },
     workers: { type: "string", default: "1" },
     apis: { type: "string", default: "1" },
-    concurrency: { type: "string", default: "10" },
+    concurrency: { type: "string", default: "32" }, // SPOOL_WORKER_CONCURRENCY's default
     rates: { type: "string" },
     window: { type: "string" },
     clients: { type: "string" },

@@ -40,7 +40,9 @@ const config = loadConfig(
       .string()
       .regex(/^[A-Za-z0-9._:/-]{1,200}$/)
       .default("default"),
-    SPOOL_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(10),
+    // Runs are mostly waiting (on a model, a tool, the database): many share one process well, and
+    // the more wait together, the more of their writes share a commit (group commit, @spool/db).
+    SPOOL_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(32),
     SPOOL_DRAIN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
     SPOOL_JOB_LOCK_MS: z.coerce.number().int().min(1000).default(30_000),
     SPOOL_MAX_STEP_RESULT_BYTES: MaxStepResultBytes,
