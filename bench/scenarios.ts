@@ -434,6 +434,31 @@ function cpuGroupsOf(sys: BenchSystem): Record<string, () => number[]> {
   };
 }
 
+/**
+ * A closed loop: `clients` clients, each sending its next run (`run`, true when it completed) as soon
+ * as its last one answered, until `until` (performance.now()). The start and end of every completed
+ * run, and how many did not complete.
+ */
+async function closedLoopRuns(
+  clients: number,
+  until: number,
+  run: (i: number) => Promise<boolean>,
+): Promise<{ answered: [number, number][]; failed: number }> {
+  const answered: [number, number][] = [];
+  let failed = 0;
+  let seq = 0;
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (performance.now() < until) {
+        const t0 = performance.now();
+        if (await run(seq++)) answered.push([t0, performance.now()]);
+        else failed++;
+      }
+    }),
+  );
+  return { answered, failed };
+}
+
 // -------------------------------------------------------------------------------------------------
 // Closed loop as ../shared/peers-bench measures the peers: N clients, each sending its next run as
 // soon as the last one answered, a ramp-up not counted, then a measured window.
@@ -465,9 +490,6 @@ export async function peerLoadScenario(
     const start = performance.now();
     const windowStart = start + o.rampupMs;
     const windowEnd = windowStart + o.windowMs;
-    const answered: [number, number][] = [];
-    let failed = 0;
-    let seq = 0;
     let cpuBefore: Record<string, number | null> = {};
     let machineBefore: number | null = null;
     let cpuAt = 0;
@@ -481,19 +503,12 @@ export async function peerLoadScenario(
       machine: machineBusySeconds(),
       at: performance.now(),
     }));
-    await Promise.all(
-      Array.from({ length: clients }, async () => {
-        while (performance.now() < windowEnd) {
-          const i = seq++;
-          const t0 = performance.now();
-          const res = await http<ExecutionBody>("POST", `/workflows/${WORKFLOW}/run?wait=30`, {
-            input: { i },
-          }).catch(() => null);
-          if (res?.status === 200 && res.body.status === "completed") answered.push([t0, performance.now()]);
-          else failed++;
-        }
-      }),
-    );
+    const { answered, failed } = await closedLoopRuns(clients, windowEnd, async (i) => {
+      const res = await http<ExecutionBody>("POST", `/workflows/${WORKFLOW}/run?wait=30`, {
+        input: { i },
+      }).catch(() => null);
+      return res?.status === 200 && res.body.status === "completed";
+    });
     await sampling;
     const after = await ended;
     const wallMs = after.at - cpuAt;
@@ -657,20 +672,14 @@ export async function pushScenario(
   for (let i = 0; i < o.runs; i++) serial.push(await runOnce(REMOTE_WORKFLOW, i));
 
   const closedLoop = async (workflow: string): Promise<ClosedLoopResult> => {
-    const lat: number[] = [];
-    let failed = 0;
     const start = performance.now();
-    await Promise.all(
-      Array.from({ length: o.concurrency }, async (_, c) => {
-        for (let i = 0; performance.now() - start < o.windowMs; i++) {
-          try {
-            lat.push(await runOnce(workflow, c * 1_000_000 + i));
-          } catch {
-            failed++;
-          }
-        }
-      }),
+    const { answered, failed } = await closedLoopRuns(o.concurrency, start + o.windowMs, (i) =>
+      runOnce(workflow, i).then(
+        () => true,
+        () => false,
+      ),
     );
+    const lat = answered.map(([t0, end]) => end - t0);
     const elapsed = performance.now() - start;
     return {
       concurrency: o.concurrency,
