@@ -12,14 +12,17 @@ import { laneLimit, lockPartition, type Partition, runningIn } from "./take-run.
  */
 
 // Purpose: the oldest runs waiting for a slot of one partition stop waiting (their jobs are then
-// sent). Params: project, lane, concurrency key (null: the keyless partition), how many. Locks: the
-// rows taken (the caller holds the partition's lock). Result: the runs to dispatch.
-const WAKE_WAITERS = `
+// sent). Params: project, lane, concurrency key (none for the keyless partition: `keyless`), how
+// many. Locks: the rows taken (the caller holds the partition's lock). Result: the runs to dispatch.
+// The key is matched with = or IS NULL (not IS NOT DISTINCT FROM), so that executions_slot_waiters_idx
+// hands out the oldest waiters in order instead of every waiter of the lane being sorted.
+const wakeWaiters = (keyless: boolean) => `
   UPDATE executions SET slot_waiting_since = NULL, updated_at = now()
    WHERE id IN (SELECT id FROM executions
-                 WHERE project_id = $1::uuid AND queue_name = $2 AND concurrency_key IS NOT DISTINCT FROM $3
+                 WHERE project_id = $1::uuid AND queue_name = $2
+                   AND ${keyless ? "concurrency_key IS NULL" : "concurrency_key = $4"}
                    AND status = 'queued' AND slot_waiting_since IS NOT NULL
-                 ORDER BY created_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)
+                 ORDER BY created_at, id LIMIT $3 FOR UPDATE SKIP LOCKED)
      AND status = 'queued' AND slot_waiting_since IS NOT NULL
   RETURNING id, project_id AS "projectId", dispatch_queue AS "dispatchQueue", dispatch_seq AS "dispatchSeq"`;
 
@@ -35,12 +38,13 @@ export async function handOnFreeSlots(deps: EngineDeps, partition: Partition, ma
     const limit = await laneLimit(tx, partition.projectId, partition.queueName);
     const free = limit === null ? max : Math.min(max, limit - (await runningIn(tx, partition)));
     if (free <= 0) return [];
+    const key = partition.concurrencyKey;
     return tx.$queryRawUnsafe<Pick<Execution, "id" | "projectId" | "dispatchQueue" | "dispatchSeq">[]>(
-      WAKE_WAITERS,
+      wakeWaiters(key === null),
       partition.projectId,
       partition.queueName,
-      partition.concurrencyKey,
       free,
+      ...(key === null ? [] : [key]),
     );
   }, TX_OPTIONS);
   await deps.dispatcher.dispatch(woken.map((e) => runDispatch(e)));
