@@ -8,8 +8,8 @@
 // and one running run, and a few other running ones; ANALYZEs; then times each sweep as runAll calls
 // it (`--reps` times, median ms), and what ending a run of that lane does (its oldest waiter woken),
 // with the schema as migrated and again without its partial indexes (dropped), to show what they are
-// for. The sweeps find nothing to repair but the queued backlog, whose jobs they enqueue again as the
-// scheduler would (requeueLostJobs, 500 a sweep), and one free slot a sweep. Prints a Markdown table.
+// for. The backlog's jobs are enqueued first, as the API would have; the sweeps then find nothing to
+// repair but one free slot a sweep. Prints a Markdown table.
 import { cpus, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
@@ -19,6 +19,7 @@ import { createLogger } from "@spool/shared";
 import { Redis } from "ioredis";
 import { deployMigrations } from "../packages/db/scripts/migrate.mjs";
 import type { EngineDeps } from "../packages/engine/src/deps.js";
+import { runDispatch } from "../packages/engine/src/execution/create-executions.js";
 import { handOnFreeSlots } from "../packages/engine/src/execution/lane-slots.js";
 import { startServicesProcess } from "../scripts/services-client.mjs";
 import { stopAllAndExit, stopAllOnSignals, trackServices } from "./system.js";
@@ -113,6 +114,15 @@ async function seed(): Promise<void> {
   await runs(counts.running - 1, "running", { deadline: "1 hour" });
   await runs(1, "running", { lane: "limited" });
   await pool.query("VACUUM ANALYZE executions");
+  // The backlog's jobs, as the API enqueued them (the waiting runs have none, on purpose).
+  const { rows } = await pool.query<{ id: string; dispatchSeq: number; dispatchQueue: string }>(
+    `SELECT id, dispatch_seq AS "dispatchSeq", dispatch_queue AS "dispatchQueue" FROM executions
+      WHERE status = 'queued' AND slot_waiting_since IS NULL`,
+  );
+  for (let i = 0; i < rows.length; i += 1000)
+    await engine.dispatcher.dispatch(
+      rows.slice(i, i + 1000).map((e) => runDispatch({ ...e, projectId: PROJECT })),
+    );
   log(`seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 }
 

@@ -218,6 +218,22 @@ export class Dispatcher {
   }
 
   /**
+   * The requests whose job is not in Redis in any state (one pipelined EXISTS per job: far less than
+   * an enqueue, which would be a no-op for the others). Throws when Redis is unreachable.
+   */
+  async withoutJobs(requests: DispatchRequest[]): Promise<DispatchRequest[]> {
+    if (requests.length === 0) return [];
+    const pipeline = this.producerConnection().pipeline();
+    for (const r of requests) pipeline.exists(this.queue(r.projectId, r.queueName).toKey(r.jobId));
+    const results = (await this.bounded(pipeline.exec(), "checking jobs")) ?? [];
+    return requests.filter((_, i) => {
+      const [err, found] = results[i] ?? [new Error("no answer"), 0];
+      if (err) throw err;
+      return found === 0;
+    });
+  }
+
+  /**
    * Removes a job that no worker holds (waiting, delayed, or finished); one a worker holds stays.
    * Never throws: this only saves a worker a job that would find nothing to do.
    */

@@ -1,6 +1,6 @@
-import { Prisma } from "@spool/db";
+import { type Execution, Prisma } from "@spool/db";
 import type { EngineDeps } from "../deps.js";
-import { runJobId } from "../dispatch/dispatcher.js";
+import { type DispatchRequest, runJobId } from "../dispatch/dispatcher.js";
 import { claimOf } from "../execution/claim.js";
 import { runDispatch } from "../execution/create-executions.js";
 import { failExecution, releaseExecution } from "../execution/finish-execution.js";
@@ -32,6 +32,29 @@ export interface SweepReport {
   slotsHandedOn: number;
 }
 
+type QueuedRun = Pick<Execution, "id" | "projectId" | "dispatchQueue" | "dispatchSeq" | "updatedAt">;
+
+// Purpose: a batch of queued runs not waiting for a slot, queued since before `before`, in
+// (updated_at, id) order after the cursor. Params: before, the cursor (or none), how many. Locks:
+// none. The redundant `updated_at >= cursor` lets the (status, updated_at) index start at the cursor.
+const QUEUED_WITHOUT_SLOT_WAIT = (
+  before: Date,
+  after: { updatedAt: Date; id: string } | null,
+  batchSize: number,
+) => Prisma.sql`
+  SELECT id, project_id AS "projectId", dispatch_queue AS "dispatchQueue", dispatch_seq AS "dispatchSeq",
+         updated_at AS "updatedAt"
+    FROM executions
+   WHERE status = 'queued' AND slot_waiting_since IS NULL AND updated_at < ${before}
+     ${
+       after
+         ? Prisma.sql`AND updated_at >= ${after.updatedAt}
+                      AND (updated_at > ${after.updatedAt} OR (updated_at = ${after.updatedAt} AND id > ${after.id}::uuid))`
+         : Prisma.empty
+     }
+   ORDER BY updated_at, id
+   LIMIT ${batchSize}`;
+
 // Purpose: runs past their deadline that can still time out. Params: how many. Locks: none. Result:
 // the runs. The statuses are literals, as in the partial index executions_open_deadline_idx, so that
 // the planner finds it whatever the plan (a table of finished runs is never scanned).
@@ -46,6 +69,9 @@ const OVERDUE_RUNS = (batchSize: number) => Prisma.sql`
  * once without harm.
  */
 export class Sweeps {
+  /** Where requeueLostJobs goes on in a backlog (null: from the oldest). */
+  private requeueCursor: { updatedAt: Date; id: string } | null = null;
+
   constructor(private readonly deps: EngineDeps) {}
 
   async runAll(options: SweepOptions = {}): Promise<SweepReport> {
@@ -90,27 +116,28 @@ export class Sweeps {
   }
 
   /**
-   * Queued executions whose BullMQ job may be gone: enqueue again under the same job id. Not those
+   * Queued executions whose BullMQ job is gone: enqueued again under the same job id. Not those
    * waiting for a lane slot: they have no job on purpose (wakeStrandedSlotWaiters looks after them).
+   * Each sweep looks at the next batch of a backlog (a cursor kept here, back to the oldest after the
+   * last), and only asks Redis whether their jobs are there: a backlog whose jobs wait in BullMQ
+   * costs one read and one pipelined EXISTS a sweep, no enqueue and no write.
    */
   async requeueLostJobs({ queuedGraceMs = 5000, batchSize = 500 }: SweepOptions = {}): Promise<number> {
-    const rows = await this.deps.prisma.execution.findMany({
-      where: {
-        status: "queued",
-        slotWaitingSince: null,
-        updatedAt: { lt: new Date(Date.now() - queuedGraceMs) },
-      },
-      orderBy: { updatedAt: "asc" },
-      take: batchSize,
-    });
-    if (rows.length === 0) return 0;
-    const sent = await this.deps.dispatcher.dispatch(rows.map((e) => runDispatch(e)));
-    // Touch them so the next sweep looks at others first.
-    await this.deps.prisma.execution.updateMany({
-      where: { id: { in: rows.map((r) => r.id) }, status: "queued" },
-      data: { updatedAt: new Date() },
-    });
-    return sent;
+    const after = this.requeueCursor;
+    const rows = await this.deps.prisma.$queryRaw<QueuedRun[]>(
+      QUEUED_WITHOUT_SLOT_WAIT(new Date(Date.now() - queuedGraceMs), after, batchSize),
+    );
+    let lost: DispatchRequest[];
+    try {
+      lost = await this.deps.dispatcher.withoutJobs(rows.map((e) => runDispatch(e)));
+    } catch (err) {
+      // Redis away: the same batch next sweep; the other sweeps go on (they need only Postgres).
+      this.deps.logger.debug({ err: String(err) }, "jobs not checked; the next sweep will");
+      return 0;
+    }
+    const last = rows.at(-1);
+    this.requeueCursor = rows.length < batchSize || !last ? null : { updatedAt: last.updatedAt, id: last.id };
+    return lost.length === 0 ? 0 : this.deps.dispatcher.dispatch(lost);
   }
 
   async fireOverdueTimers({ timerGraceMs = 1000, batchSize = 500 }: SweepOptions = {}): Promise<number> {
