@@ -14,18 +14,16 @@ import { cpus, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import pg from "pg";
-import { deployMigrations } from "../packages/db/scripts/migrate.mjs";
 import { ensureDashboardBuilt } from "../scripts/build-dashboard.mjs";
-import { startServicesProcess } from "../scripts/services-client.mjs";
 import { summarize } from "./stats.js";
 import {
+  benchServices,
   createProject,
   freePort,
   launch,
   setLogTag,
   stopAllAndExit,
   stopAllOnSignals,
-  trackServices,
 } from "./system.js";
 
 const { values: args } = parseArgs({
@@ -213,19 +211,7 @@ async function browserFirstRow(apiUrl: string, apiKey: string, reps: number) {
 async function main() {
   const started = performance.now();
   const loadBefore = loadavg();
-  let databaseUrl = process.env.DATABASE_URL || "";
-  let redisUrl = process.env.REDIS_URL || "";
-  if (!databaseUrl || !redisUrl) {
-    log("starting postgres and redis (scripts/services.mjs, temporary data)");
-    const services = await startServicesProcess({
-      durable: true,
-      env: { DATABASE_URL: databaseUrl || undefined, REDIS_URL: redisUrl || undefined },
-    });
-    trackServices(services);
-    databaseUrl = services.databaseUrl;
-    redisUrl = services.redisUrl;
-  }
-  await deployMigrations(databaseUrl);
+  const { databaseUrl, redisUrl } = await benchServices({ durable: true });
 
   const port = await freePort();
   const apiUrl = `http://127.0.0.1:${port}`;

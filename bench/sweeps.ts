@@ -17,12 +17,10 @@ import { createDatabase } from "@spool/db";
 import { Engine } from "@spool/engine";
 import { createLogger } from "@spool/shared";
 import { Redis } from "ioredis";
-import { deployMigrations } from "../packages/db/scripts/migrate.mjs";
 import type { EngineDeps } from "../packages/engine/src/deps.js";
 import { runDispatch } from "../packages/engine/src/execution/create-executions.js";
 import { handOnFreeSlots } from "../packages/engine/src/execution/lane-slots.js";
-import { startServicesProcess } from "../scripts/services-client.mjs";
-import { stopAllAndExit, stopAllOnSignals, trackServices } from "./system.js";
+import { benchServices, stopAllAndExit, stopAllOnSignals } from "./system.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -50,19 +48,7 @@ const LANE = { projectId: PROJECT, queueName: "limited", concurrencyKey: null };
 const log = (m: string) => process.stderr.write(`[bench:sweeps] ${m}\n`);
 
 stopAllOnSignals();
-let databaseUrl = process.env.DATABASE_URL || "";
-let redisUrl = process.env.REDIS_URL || "";
-if (!databaseUrl || !redisUrl) {
-  log("starting postgres and redis (scripts/services.mjs, temporary data)");
-  const services = await startServicesProcess({
-    durable: false,
-    env: { DATABASE_URL: databaseUrl || undefined, REDIS_URL: redisUrl || undefined },
-  });
-  trackServices(services);
-  databaseUrl = services.databaseUrl;
-  redisUrl = services.redisUrl;
-}
-await deployMigrations(databaseUrl);
+const { databaseUrl, redisUrl } = await benchServices({ durable: false });
 const { prisma, pool } = createDatabase({ databaseUrl, maxConnections: 5 });
 const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
 const engine = new Engine({ prisma, pool, redis, redisUrl, logger: createLogger("bench-sweeps", "warn") });

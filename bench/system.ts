@@ -256,7 +256,11 @@ export async function createProject(
   return { projectId: project.id, apiKey: key };
 }
 
-export async function startSystem(o: SystemOptions): Promise<BenchSystem> {
+/**
+ * Postgres and Redis for a bench: DATABASE_URL / REDIS_URL when both are given, else started here
+ * (scripts/services.mjs, temporary data, stopped by stopAll); migrated either way.
+ */
+export async function benchServices(o: { durable: boolean }) {
   let databaseUrl = process.env.DATABASE_URL || "";
   let redisUrl = process.env.REDIS_URL || "";
   const servicesStarted = !databaseUrl || !redisUrl;
@@ -275,6 +279,11 @@ export async function startSystem(o: SystemOptions): Promise<BenchSystem> {
     redisUrl = services.redisUrl;
   }
   await deployMigrations(databaseUrl);
+  return { databaseUrl, redisUrl, servicesStarted, servicesPid };
+}
+
+export async function startSystem(o: SystemOptions): Promise<BenchSystem> {
+  const { databaseUrl, redisUrl, servicesStarted, servicesPid } = await benchServices(o);
 
   const port = await freePort();
   const apiUrl = `http://127.0.0.1:${port}`;

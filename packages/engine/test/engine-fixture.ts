@@ -48,3 +48,17 @@ export async function startedRun(
   const result = await engine.executions.start(executionId, dispatchSeq, workerId);
   return result.status === "started" ? result.execution : null;
 }
+
+/** A new run with a 5 s run timeout whose deadline has passed, as the timeout sweep finds it. */
+export async function overdueRun(env: Awaited<ReturnType<typeof createTestEngine>>): Promise<string> {
+  const { receipt } = await env.engine.executions.run(env.projectId, {
+    workflowId: "wf",
+    input: {},
+    runTimeoutSeconds: 5,
+  });
+  await env.prisma.execution.update({
+    where: { id: receipt.execution_id },
+    data: { deadlineAt: new Date(Date.now() - 1) },
+  });
+  return receipt.execution_id;
+}

@@ -5,7 +5,7 @@ import { createLogger } from "@spool/shared";
 import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { Engine } from "../src/engine.js";
-import { createTestEngine } from "./engine-fixture.js";
+import { createTestEngine, overdueRun } from "./engine-fixture.js";
 
 describe("requeueLostJobs", () => {
   it("goes through a backlog a batch per sweep, enqueues only the lost jobs again, and touches no row", async () => {
@@ -31,16 +31,9 @@ describe("requeueLostJobs", () => {
   });
 
   it("with Redis away, the sweeps that need only Postgres still run", async () => {
-    const { engine: live, prisma, projectId } = await createTestEngine();
-    const { receipt } = await live.executions.run(projectId, {
-      workflowId: "wf",
-      input: {},
-      runTimeoutSeconds: 5,
-    });
-    await prisma.execution.update({
-      where: { id: receipt.execution_id },
-      data: { deadlineAt: new Date(Date.now() - 1) },
-    });
+    const env = await createTestEngine();
+    const { engine: live, prisma } = env;
+    const id = await overdueRun(env);
     // A scheduler whose Redis is unreachable (nothing listens on port 1).
     const redis = new Redis({
       port: 1,
@@ -59,7 +52,7 @@ describe("requeueLostJobs", () => {
     try {
       const report = await cut.sweeps.runAll({ queuedGraceMs: -1000 });
       expect(report).toMatchObject({ requeued: 0, timedOut: 1 });
-      const run = await prisma.execution.findUniqueOrThrow({ where: { id: receipt.execution_id } });
+      const run = await prisma.execution.findUniqueOrThrow({ where: { id } });
       expect(run.status).toBe("failed");
     } finally {
       await cut.close();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createTestEngine, startedRun } from "./engine-fixture.js";
+import { createTestEngine, overdueRun, startedRun } from "./engine-fixture.js";
 
 describe("sweeps", () => {
   it("a push worker silent for 3 heartbeat intervals goes offline and its running execution is requeued", async () => {
@@ -81,18 +81,11 @@ describe("sweeps", () => {
   });
 
   it("a run past its run_timeout_seconds fails with a clear error", async () => {
-    const { engine, prisma, projectId } = await createTestEngine();
-    const { receipt } = await engine.executions.run(projectId, {
-      workflowId: "wf",
-      input: {},
-      runTimeoutSeconds: 5,
-    });
-    await prisma.execution.update({
-      where: { id: receipt.execution_id },
-      data: { deadlineAt: new Date(Date.now() - 1) },
-    });
+    const env = await createTestEngine();
+    const { engine, prisma } = env;
+    const id = await overdueRun(env);
     await engine.sweeps.timeOutRuns();
-    const failed = await prisma.execution.findUniqueOrThrow({ where: { id: receipt.execution_id } });
+    const failed = await prisma.execution.findUniqueOrThrow({ where: { id } });
     expect(failed.status).toBe("failed");
     expect(failed.error).toMatchObject({
       name: "RunTimeoutError",
