@@ -1,8 +1,8 @@
 // `npm run bench:sweeps [-- --finished 500000] [--queued 200000] [--waiting 20000] [--reps 7]`
 //
 // Do the scheduler's sweeps stay cheap on a big table? The scheduler runs Sweeps.runAll every 2 s
-// (SPOOL_SWEEP_INTERVAL_MS) whatever the load. Starts Postgres + Redis (scripts/services.mjs, unless
-// DATABASE_URL / REDIS_URL are given), seeds one fresh project with one INSERT … SELECT FROM
+// (SPOOL_SWEEP_INTERVAL_MS) whatever the load. Starts its own Postgres + Redis (scripts/services.mjs),
+// seeds one fresh project with one INSERT … SELECT FROM
 // generate_series per kind of run: finished runs (a third with a deadline long past), a backlog of
 // queued runs (a third with a deadline ahead), runs waiting for a slot of a lane with a limit of 2
 // and one running run, and a few other running ones; ANALYZEs; then times each sweep as runAll calls
@@ -48,6 +48,9 @@ const LANE = { projectId: PROJECT, queueName: "limited", concurrencyKey: null };
 const log = (m: string) => process.stderr.write(`[bench:sweeps] ${m}\n`);
 
 stopAllOnSignals();
+// It drops indexes and seeds a fixed project: never on a database someone else gave it.
+if (process.env.DATABASE_URL || process.env.REDIS_URL)
+  throw new Error("bench:sweeps runs on a Postgres and Redis of its own: unset DATABASE_URL and REDIS_URL");
 const { databaseUrl, redisUrl } = await benchServices({ durable: false });
 const { prisma, pool } = createDatabase({ databaseUrl, maxConnections: 5 });
 const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { NON_TERMINAL } from "../src/execution/statuses.js";
 import { createTestEngine, overdueRun, startedRun } from "./engine-fixture.js";
 
 describe("sweeps", () => {
@@ -91,6 +92,16 @@ describe("sweeps", () => {
       name: "RunTimeoutError",
       message: "run exceeded its run_timeout_seconds (5s)",
     });
+  });
+
+  it("the index the timeout sweep reads holds the runs of every status a run can still time out in, and only those", async () => {
+    const { prisma } = await createTestEngine();
+    const [index] = await prisma.$queryRaw<{ def: string }[]>`
+      SELECT pg_get_indexdef('executions_open_deadline_idx'::regclass) AS def`;
+    const statuses = [...(index?.def.match(/'(\w+)'::text/g) ?? [])].map((m) =>
+      m.slice(1, m.indexOf("'", 1)),
+    );
+    expect(statuses.sort()).toEqual([...NON_TERMINAL].sort());
   });
 
   it("a running execution whose job vanished from BullMQ is released; one with a live job is left alone", async () => {

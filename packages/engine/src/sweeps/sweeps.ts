@@ -69,8 +69,8 @@ const OVERDUE_RUNS = (batchSize: number) => Prisma.sql`
  * once without harm.
  */
 export class Sweeps {
-  /** Where requeueLostJobs goes on in a backlog (null: from the oldest). */
-  private requeueCursor: { updatedAt: Date; id: string } | null = null;
+  /** requeueLostJobs' pass through a backlog: its bound, and the last run looked at (null: none yet). */
+  private requeuePass: { before: Date; after: { updatedAt: Date; id: string } | null } | null = null;
 
   constructor(private readonly deps: EngineDeps) {}
 
@@ -118,14 +118,15 @@ export class Sweeps {
   /**
    * Queued executions whose BullMQ job is gone: enqueued again under the same job id. Not those
    * waiting for a lane slot: they have no job on purpose (wakeStrandedSlotWaiters looks after them).
-   * Each sweep looks at the next batch of a backlog (a cursor kept here, back to the oldest after the
-   * last), and only asks Redis whether their jobs are there: a backlog whose jobs wait in BullMQ
-   * costs one read and one pipelined EXISTS a sweep, no enqueue and no write.
+   * A backlog is walked a batch per sweep, in passes: a pass takes the runs queued before it began,
+   * oldest first, and the next pass starts again from the oldest, so every run is looked at within
+   * a pass however fast new ones come. Only Redis is asked whether their jobs are there: a backlog
+   * whose jobs wait in BullMQ costs one read and one pipelined EXISTS a sweep, no enqueue, no write.
    */
   async requeueLostJobs({ queuedGraceMs = 5000, batchSize = 500 }: SweepOptions = {}): Promise<number> {
-    const after = this.requeueCursor;
+    const pass = this.requeuePass ?? { before: new Date(Date.now() - queuedGraceMs), after: null };
     const rows = await this.deps.prisma.$queryRaw<QueuedRun[]>(
-      QUEUED_WITHOUT_SLOT_WAIT(new Date(Date.now() - queuedGraceMs), after, batchSize),
+      QUEUED_WITHOUT_SLOT_WAIT(pass.before, pass.after, batchSize),
     );
     let lost: DispatchRequest[];
     try {
@@ -136,7 +137,10 @@ export class Sweeps {
       return 0;
     }
     const last = rows.at(-1);
-    this.requeueCursor = rows.length < batchSize || !last ? null : { updatedAt: last.updatedAt, id: last.id };
+    this.requeuePass =
+      rows.length < batchSize || !last
+        ? null
+        : { before: pass.before, after: { updatedAt: last.updatedAt, id: last.id } };
     return lost.length === 0 ? 0 : this.deps.dispatcher.dispatch(lost);
   }
 
