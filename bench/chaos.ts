@@ -886,7 +886,7 @@ async function main() {
     p(`| recovery canary (a new run with ?wait=30 after the drain) | ${canaryResult.note} |`);
     const swept = sys.sweepTotals();
     p(
-      `| scheduler repairs (its "swept" log lines) | queued runs enqueued again ${swept.requeued ?? 0} (a job still in Redis is a no-op), ` +
+      `| scheduler repairs (its "swept" log lines) | queued runs whose job Redis lost, enqueued again ${swept.requeued ?? 0}, ` +
         `timers fired from Postgres ${swept.timersFired ?? 0}, ` +
         `stranded runs released ${swept.stranded ?? 0}, workers marked offline ${swept.workersOffline ?? 0} |`,
     );
