@@ -1,9 +1,13 @@
-// The sweep that gives queued runs back the job Redis lost: through a backlog a batch at a time, in
-// passes that end however fast runs come, enqueueing only the jobs that are gone, writing nothing;
-// and never in the way of the other sweeps while Redis is away.
+// The sweep that gives queued runs back the job Redis lost (or a consumer ended without moving the run
+// on): through a backlog a batch at a time, in passes that end however fast runs come, enqueueing only
+// those jobs, writing nothing; and never in the way of the other sweeps while Redis is away.
+
+import { once } from "node:events";
 import { createLogger } from "@spool/shared";
+import { Worker } from "bullmq";
 import { Redis } from "ioredis";
-import { describe, expect, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
+import { BULL_PREFIX, bullQueueName, redisOptionsOf } from "../src/dispatch/dispatcher.js";
 import { Engine } from "../src/engine.js";
 import { createTestEngine, overdueRun } from "./engine-fixture.js";
 
@@ -71,6 +75,23 @@ describe("requeueLostJobs", () => {
     }
     expect(requeued).toEqual([0, 0, 1]); // [2, 3], [4], then [0, 1] again
     expect(await jobOf(env, ids[0]!)).toBe("waiting");
+  });
+
+  it("gives a queued run whose job ended without moving it on a job again", async () => {
+    const env = await createTestEngine();
+    const [id] = await backlog(env, 1);
+    // A consumer that ends the job and leaves the run as it was (a bug, or a release that did not
+    // understand the job): BullMQ keeps the completed job, and an enqueue under its id is a no-op.
+    const consumer = new Worker(bullQueueName(env.projectId, "default"), async () => "ended", {
+      connection: { ...redisOptionsOf(inject("redisUrl")), maxRetriesPerRequest: null },
+      prefix: BULL_PREFIX,
+    });
+    await once(consumer, "completed");
+    await consumer.close();
+    expect(await jobOf(env, id!)).toBe("completed");
+
+    expect(await env.engine.sweeps.requeueLostJobs({ queuedGraceMs: 0 })).toBe(1);
+    expect(await jobOf(env, id!)).toBe("waiting");
   });
 
   it("with Redis away, the sweeps that need only Postgres still run", async () => {

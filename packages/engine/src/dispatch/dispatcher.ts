@@ -218,19 +218,29 @@ export class Dispatcher {
   }
 
   /**
-   * The requests whose job is not in Redis in any state (one pipelined EXISTS per job: far less than
-   * an enqueue, which would be a no-op for the others). Throws when Redis is unreachable.
+   * Of requests for queued runs, those whose job Redis does not hold (`missing`), and those whose job
+   * it holds finished (`finished`: ended without moving its run on; enqueueing under its id would be
+   * a no-op, so it must be removed first). One pipelined HMGET per job, far less than an enqueue.
+   * Throws when Redis is unreachable.
    */
-  async withoutJobs(requests: DispatchRequest[]): Promise<DispatchRequest[]> {
-    if (requests.length === 0) return [];
+  async lostJobs(
+    requests: DispatchRequest[],
+  ): Promise<{ missing: DispatchRequest[]; finished: DispatchRequest[] }> {
+    const lost = { missing: [] as DispatchRequest[], finished: [] as DispatchRequest[] };
+    if (requests.length === 0) return lost;
     const pipeline = this.producerConnection().pipeline();
-    for (const r of requests) pipeline.exists(this.queue(r.projectId, r.queueName).toKey(r.jobId));
+    // Every job hash has `timestamp` (set when added); `finishedOn` once it completed or failed.
+    for (const r of requests)
+      pipeline.hmget(this.queue(r.projectId, r.queueName).toKey(r.jobId), "timestamp", "finishedOn");
     const results = (await this.bounded(pipeline.exec(), "checking jobs")) ?? [];
-    return requests.filter((_, i) => {
-      const [err, found] = results[i] ?? [new Error("no answer"), 0];
+    requests.forEach((r, i) => {
+      const [err, fields] = results[i] ?? [new Error("no answer"), null];
       if (err) throw err;
-      return found === 0;
+      const [added, finishedOn] = (fields ?? []) as (string | null)[];
+      if (added === null || added === undefined) lost.missing.push(r);
+      else if (finishedOn !== null && finishedOn !== undefined) lost.finished.push(r);
     });
+    return lost;
   }
 
   /**

@@ -116,21 +116,23 @@ export class Sweeps {
   }
 
   /**
-   * Queued executions whose BullMQ job is gone: enqueued again under the same job id. Not those
+   * Queued executions whose BullMQ job is gone, or finished without moving the run on: enqueued
+   * again under the same job id. Not those
    * waiting for a lane slot: they have no job on purpose (wakeStrandedSlotWaiters looks after them).
    * A backlog is walked a batch per sweep, in passes: a pass takes the runs queued before it began,
    * oldest first, and the next pass starts again from the oldest, so every run is looked at within
-   * a pass however fast new ones come. Only Redis is asked whether their jobs are there: a backlog
-   * whose jobs wait in BullMQ costs one read and one pipelined EXISTS a sweep, no enqueue, no write.
+   * a pass however fast new ones come. Only Redis is asked whether their jobs are there and not
+   * finished: a backlog whose jobs wait in BullMQ costs one read and one pipelined HMGET a sweep, no
+   * enqueue, no write.
    */
   async requeueLostJobs({ queuedGraceMs = 5000, batchSize = 500 }: SweepOptions = {}): Promise<number> {
     const pass = this.requeuePass ?? { before: new Date(Date.now() - queuedGraceMs), after: null };
     const rows = await this.deps.prisma.$queryRaw<QueuedRun[]>(
       QUEUED_WITHOUT_SLOT_WAIT(pass.before, pass.after, batchSize),
     );
-    let lost: DispatchRequest[];
+    let lost: { missing: DispatchRequest[]; finished: DispatchRequest[] };
     try {
-      lost = await this.deps.dispatcher.withoutJobs(rows.map((e) => runDispatch(e)));
+      lost = await this.deps.dispatcher.lostJobs(rows.map((e) => runDispatch(e)));
     } catch (err) {
       // Redis away: the same batch next sweep; the other sweeps go on (they need only Postgres).
       this.deps.logger.debug({ err: String(err) }, "jobs not checked; the next sweep will");
@@ -141,7 +143,12 @@ export class Sweeps {
       rows.length < batchSize || !last
         ? null
         : { before: pass.before, after: { updatedAt: last.updatedAt, id: last.id } };
-    return lost.length === 0 ? 0 : this.deps.dispatcher.dispatch(lost);
+    // A finished job under a queued run's id (its consumer ended it without moving the run on) is
+    // removed, or the enqueue would be a no-op. Should the run have moved on since it was read, the
+    // job sent again finds it so and ends.
+    for (const r of lost.finished) await this.deps.dispatcher.removeJob(r.projectId, r.queueName, r.jobId);
+    const again = [...lost.missing, ...lost.finished];
+    return again.length === 0 ? 0 : this.deps.dispatcher.dispatch(again);
   }
 
   async fireOverdueTimers({ timerGraceMs = 1000, batchSize = 500 }: SweepOptions = {}): Promise<number> {
