@@ -1,4 +1,5 @@
-import { type Execution, Prisma } from "@spool/db";
+import { Prisma } from "@spool/db";
+import type { TimeCursor } from "@spool/shared";
 import type { EngineDeps } from "../deps.js";
 import { type DispatchRequest, runJobId } from "../dispatch/dispatcher.js";
 import { claimOf } from "../execution/claim.js";
@@ -8,6 +9,7 @@ import { fireTimer } from "../execution/fire-timer.js";
 import { wakeStrandedSlotWaiters } from "../execution/lane-slots.js";
 import { notifyParent } from "../execution/notify-parent.js";
 import { NON_TERMINAL } from "../execution/statuses.js";
+import { createdAfterField } from "../util/keyset.js";
 import { MISSED_HEARTBEATS_BEFORE_OFFLINE } from "../workers/workers.js";
 
 export interface SweepOptions {
@@ -32,29 +34,6 @@ export interface SweepReport {
   slotsHandedOn: number;
 }
 
-type QueuedRun = Pick<Execution, "id" | "projectId" | "dispatchQueue" | "dispatchSeq" | "updatedAt">;
-
-// Purpose: a batch of queued runs not waiting for a slot, queued since before `before`, in
-// (updated_at, id) order after the cursor. Params: before, the cursor (or none), how many. Locks:
-// none. The redundant `updated_at >= cursor` lets the (status, updated_at) index start at the cursor.
-const QUEUED_WITHOUT_SLOT_WAIT = (
-  before: Date,
-  after: { updatedAt: Date; id: string } | null,
-  batchSize: number,
-) => Prisma.sql`
-  SELECT id, project_id AS "projectId", dispatch_queue AS "dispatchQueue", dispatch_seq AS "dispatchSeq",
-         updated_at AS "updatedAt"
-    FROM executions
-   WHERE status = 'queued' AND slot_waiting_since IS NULL AND updated_at < ${before}
-     ${
-       after
-         ? Prisma.sql`AND updated_at >= ${after.updatedAt}
-                      AND (updated_at > ${after.updatedAt} OR (updated_at = ${after.updatedAt} AND id > ${after.id}::uuid))`
-         : Prisma.empty
-     }
-   ORDER BY updated_at, id
-   LIMIT ${batchSize}`;
-
 // Purpose: runs past their deadline that can still time out. Params: how many. Locks: none. Result:
 // the runs. The statuses are literals, as in the partial index executions_open_deadline_idx, so that
 // the planner finds it whatever the plan (a table of finished runs is never scanned).
@@ -70,7 +49,7 @@ const OVERDUE_RUNS = (batchSize: number) => Prisma.sql`
  */
 export class Sweeps {
   /** requeueLostJobs' pass through a backlog: its bound, and the last run looked at (null: none yet). */
-  private requeuePass: { before: Date; after: { updatedAt: Date; id: string } | null } | null = null;
+  private requeuePass: { before: Date; after: TimeCursor | undefined } | null = null;
 
   constructor(private readonly deps: EngineDeps) {}
 
@@ -125,10 +104,17 @@ export class Sweeps {
    * enqueue, no write.
    */
   async requeueLostJobs({ queuedGraceMs = 5000, batchSize = 500 }: SweepOptions = {}): Promise<number> {
-    const pass = this.requeuePass ?? { before: new Date(Date.now() - queuedGraceMs), after: null };
-    const rows = await this.deps.prisma.$queryRaw<QueuedRun[]>(
-      QUEUED_WITHOUT_SLOT_WAIT(pass.before, pass.after, batchSize),
-    );
+    const pass = this.requeuePass ?? { before: new Date(Date.now() - queuedGraceMs), after: undefined };
+    const rows = await this.deps.prisma.execution.findMany({
+      where: {
+        status: "queued",
+        slotWaitingSince: null,
+        AND: [{ updatedAt: { lt: pass.before } }, createdAfterField("updatedAt", pass.after)],
+      },
+      select: { id: true, projectId: true, dispatchQueue: true, dispatchSeq: true, updatedAt: true },
+      orderBy: [{ updatedAt: "asc" }, { id: "asc" }],
+      take: batchSize,
+    });
     let lost: { missing: DispatchRequest[]; finished: DispatchRequest[] };
     try {
       lost = await this.deps.dispatcher.lostJobs(rows.map((e) => runDispatch(e)));
@@ -141,7 +127,7 @@ export class Sweeps {
     this.requeuePass =
       rows.length < batchSize || !last
         ? null
-        : { before: pass.before, after: { updatedAt: last.updatedAt, id: last.id } };
+        : { before: pass.before, after: { at: last.updatedAt, id: last.id } };
     // A finished job under a queued run's id (its consumer ended it without moving the run on) is
     // removed, or the enqueue would be a no-op. Should the run have moved on since it was read, the
     // job sent again finds it so and ends.
