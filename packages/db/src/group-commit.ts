@@ -53,6 +53,17 @@ const internals = pg as unknown as {
   utils: { prepareValue(value: unknown): unknown };
 };
 
+/** Writes messages to a connection as one socket write (node-postgres corks each query the same way). */
+function corked(connection: pg.Connection, write: (wire: Wire) => void): void {
+  const wire = connection as unknown as Wire;
+  wire.stream.cork?.();
+  try {
+    write(wire);
+  } finally {
+    wire.stream.uncork?.();
+  }
+}
+
 /** How long a grouped statement may wait for a row lock before its group gives way. */
 const GROUP_LOCK_TIMEOUT = "50ms";
 /** SQLSTATE of a lock wait lock_timeout ended. */
@@ -83,14 +94,12 @@ class StatementGroup implements pg.Submittable {
   }
 
   submit(connection: pg.Connection): void {
-    const wire = connection as unknown as Wire;
-    const unnamed = (text: string) => {
-      wire.parse({ name: "", text, types: [] });
-      wire.bind({ portal: "", statement: "", values: [] });
-      wire.execute({ portal: "", rows: 0 });
-    };
-    wire.stream.cork?.();
-    try {
+    corked(connection, (wire) => {
+      const unnamed = (text: string) => {
+        wire.parse({ name: "", text, types: [] });
+        wire.bind({ portal: "", statement: "", values: [] });
+        wire.execute({ portal: "", rows: 0 });
+      };
       // A group holds the rows its first statements locked while a later one waits. It gives way
       // instead of waiting long (its statements are then sent alone): it can never be the other half
       // of a deadlock with a transaction that locks runs in their lock order. Both settings are
@@ -103,9 +112,7 @@ class StatementGroup implements pg.Submittable {
       }
       unnamed("RESET lock_timeout");
       wire.sync();
-    } finally {
-      wire.stream.uncork?.();
-    }
+    });
   }
 
   handleRowDescription(msg: { fields: unknown[] }): void {
@@ -154,14 +161,10 @@ class Prepare implements pg.Submittable {
   ) {}
 
   submit(connection: pg.Connection): void {
-    const wire = connection as unknown as Wire;
-    wire.stream.cork?.();
-    try {
+    corked(connection, (wire) => {
       wire.parse({ name: this.name, text: this.text, types: [] });
       wire.sync();
-    } finally {
-      wire.stream.uncork?.();
-    }
+    });
   }
 
   handleError(error: unknown): void {
