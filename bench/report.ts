@@ -181,6 +181,10 @@ export function renderMarkdown(r: BenchResult): string {
     `| one run at a time, client-observed p50 / p95 / p99 (ms; ${push.serialMs.n} remote runs, ${latency.runToCompletedMs.n} in-cluster runs above) | ${pct(push.serialMs)} | ${pct(latency.runToCompletedMs)} | ${ratio(push.serialMs.p50, latency.runToCompletedMs.p50)} (p50) |`,
     `| closed loop: runs/s (completed / failed) | ${f(loop.remote.runsPerSec)} (${loop.remote.completed} / ${loop.remote.failed}) | ${f(loop.inCluster.runsPerSec)} (${loop.inCluster.completed} / ${loop.inCluster.failed}) | ${ratio(loop.remote.runsPerSec, loop.inCluster.runsPerSec)} |`,
     `| closed loop: run → completed p50 / p95 / p99 (ms) | ${pct(loop.remote.endToEndMs)} | ${pct(loop.inCluster.endToEndMs)} | ${ratio(loop.remote.endToEndMs.p50, loop.inCluster.endToEndMs.p50)} (p50) |`,
+    ...Object.keys(loop.remote.cpuMsPerRun).map(
+      (k) =>
+        `| closed loop: CPU per run, ${k} (ms) | ${f(loop.remote.cpuMsPerRun[k], 2)} | ${f(loop.inCluster.cpuMsPerRun[k], 2)} | ${ratio(loop.remote.cpuMsPerRun[k], loop.inCluster.cpuMsPerRun[k])} |`,
+    ),
     "",
   );
 

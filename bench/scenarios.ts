@@ -5,6 +5,7 @@ import { httpRequest } from "@spool/engine/runner";
 import { Redis } from "ioredis";
 import pg from "pg";
 import {
+  cpuMsPerRun,
   cpuPercent,
   cpuSnapshot,
   descendants,
@@ -399,16 +400,7 @@ export async function throughputScenario(
         sendLagMs: summarize(sends.map((s) => s.sent - s.scheduled)),
         drainMs: round(drainMs, 0) ?? 0,
         cpuPercent: cpu,
-        cpuMsPerRun: Object.fromEntries(
-          Object.keys(cpuGroups).map((g) => {
-            const a = cpuAfter[g];
-            const b = cpuBefore[g];
-            return [
-              g,
-              a == null || b == null || e2e.length === 0 ? null : round(((a - b) * 1000) / e2e.length, 1),
-            ];
-          }),
-        ),
+        cpuMsPerRun: cpuMsPerRun(cpuBefore, cpuAfter, e2e.length, 1),
       };
     } finally {
       sub.off("message", onFinish);
@@ -642,6 +634,8 @@ export interface ClosedLoopResult {
   failed: number;
   runsPerSec: number | null;
   endToEndMs: Summary;
+  /** CPU milliseconds per completed run, per process group (the remote worker's among them). */
+  cpuMsPerRun: Record<string, number | null>;
 }
 
 export interface PushResult {
@@ -671,17 +665,21 @@ export async function pushScenario(
   const serial: number[] = [];
   for (let i = 0; i < o.runs; i++) serial.push(await runOnce(REMOTE_WORKFLOW, i));
 
+  const cpuGroups = { ...cpuGroupsOf(sys), "remote worker": () => [sys.remote.pid] };
   const closedLoop = async (workflow: string): Promise<ClosedLoopResult> => {
     const start = performance.now();
+    const cpuBefore = cpuSnapshot(cpuGroups);
     const { answered, failed } = await closedLoopRuns(o.concurrency, start + o.windowMs, (i) =>
       runOnce(workflow, i).then(
         () => true,
         () => false,
       ),
     );
+    const cpuAfter = cpuSnapshot(cpuGroups);
     const lat = answered.map(([t0, end]) => end - t0);
     const elapsed = performance.now() - start;
     return {
+      cpuMsPerRun: cpuMsPerRun(cpuBefore, cpuAfter, lat.length, 2),
       concurrency: o.concurrency,
       windowMs: o.windowMs,
       completed: lat.length,

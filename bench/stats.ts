@@ -156,6 +156,22 @@ export function cpuPercent(
   );
 }
 
+/** CPU milliseconds per run between two snapshots, per group (null where either is unknown or no run). */
+export function cpuMsPerRun(
+  before: Record<string, number | null>,
+  after: Record<string, number | null>,
+  runs: number,
+  digits: number,
+): Record<string, number | null> {
+  return Object.fromEntries(
+    Object.keys(after).map((k) => {
+      const a = after[k];
+      const b = before[k];
+      return [k, a == null || b == null || runs === 0 ? null : round(((a - b) * 1000) / runs, digits)];
+    }),
+  );
+}
+
 /** Busy CPU seconds of the whole machine so far (all cores, every process: ours and others'). */
 export function machineBusySeconds(): number | null {
   try {

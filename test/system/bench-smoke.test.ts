@@ -94,6 +94,12 @@ describe("npm run bench -- --smoke", () => {
       expect(loop.failed).toBe(0);
       expect(loop.runsPerSec).toBeGreaterThan(0);
     }
+    // Whose CPU each path costs: the remote path's runs go through the API and the remote worker,
+    // the in-cluster ones through the worker.
+    expect(r.push.closedLoop.remote.cpuMsPerRun.api).toBeGreaterThan(0);
+    expect(r.push.closedLoop.remote.cpuMsPerRun["remote worker"]).toBeGreaterThan(0);
+    expect(r.push.closedLoop.inCluster.cpuMsPerRun.workers).toBeGreaterThan(0);
+    expect(md).toContain("| closed loop: CPU per run, remote worker (ms) |");
 
     // Floor: measured in the same run.
     measured(r.floor.bullmq.concurrency1.roundTripMs, r.setup.plan.floor.jobs1);
