@@ -142,7 +142,7 @@ describe("group commit of named statements", () => {
     const sleeping = async () =>
       (
         await admin.query<{ pid: number }>(
-          "SELECT pid FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE '%pg_sleep($1::float8)%'",
+          "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep' AND query LIKE '%pg_sleep($1::float8)%'",
         )
       ).rows[0]?.pid;
     await expect.poll(sleeping).toBeDefined();

@@ -161,7 +161,9 @@ describe("a new run's start, written with its first step", () => {
     await locker.query("BEGIN");
     await locker.query("SELECT 1 FROM executions WHERE id = $1 FOR UPDATE", [id]);
     const { start } = deferred(env, job, 1);
-    const takeWaiting = `FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%taken AS%'`;
+    // This file's database only: test files run side by side in one Postgres, and theirs take runs too.
+    const takeWaiting = `FROM pg_stat_activity WHERE datname = current_database()
+      AND wait_event_type = 'Lock' AND query LIKE '%taken AS%'`;
     await expect
       .poll(async () => (await env.engine.pool.query(`SELECT pid ${takeWaiting}`)).rows.length)
       .toBe(1);
