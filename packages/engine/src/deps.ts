@@ -2,6 +2,7 @@ import type { PrismaClient, pg } from "@spool/db";
 import type { Logger } from "@spool/shared";
 import type { Redis } from "ioredis";
 import type { Dispatcher } from "./dispatch/dispatcher.js";
+import type { FinishWatcher } from "./execution/finish-watcher.js";
 import type { LaneLimits } from "./execution/lane-slots.js";
 import type { EngineMetrics } from "./metrics/metrics.js";
 import type { Traces } from "./traces/traces.js";
@@ -15,6 +16,8 @@ export interface EngineDeps {
   logger: Logger;
   /** Announcements only (finished runs, publishes); never a source of truth. */
   redis: Redis;
+  /** Who waits for runs to settle in this process (`?wait=`, push dispatchers); announcements wake them. */
+  watcher: FinishWatcher;
   /** Transitions write the execution's spans in their own transaction (see traces/record-spans.ts). */
   traces: Traces;
   limits: EngineLimits;

@@ -5,6 +5,7 @@ import type { EngineDeps, EngineLimits } from "./deps.js";
 import { Dispatcher } from "./dispatch/dispatcher.js";
 import { Events } from "./events/events.js";
 import { Executions } from "./execution/executions.js";
+import { FinishWatcher } from "./execution/finish-watcher.js";
 import { LaneLimits } from "./execution/lane-slots.js";
 import { type EngineMetrics, NO_METRICS } from "./metrics/metrics.js";
 import { Projects } from "./projects/projects.js";
@@ -84,6 +85,7 @@ export class Engine {
       dispatcher: this.dispatcher,
       logger: options.logger,
       redis: options.redis,
+      watcher: new FinishWatcher(options.redis),
       traces: this.traces,
       limits: { maxQueuesPerProject: options.limits?.maxQueuesPerProject ?? DEFAULT_MAX_QUEUES_PER_PROJECT },
       laneLimits: new LaneLimits(options.prisma),

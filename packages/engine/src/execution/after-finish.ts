@@ -27,9 +27,15 @@ const DATE_FIELDS = [
 /**
  * Best effort: watchers also re-check on their own. The message is the run's id; a finished run's
  * announcement also carries its committed row (`<id>\n<row as JSON>`) when small, so a `?wait=`
- * request answers without reading it again.
+ * request answers without reading it again. This process's own watchers are woken first, without
+ * the trip through Redis: a remote worker's completion reaches the API that holds the run's
+ * `?wait=` request and its push.
  */
-export async function announceSettled(deps: Pick<EngineDeps, "redis">, execution: Execution): Promise<void> {
+export async function announceSettled(
+  deps: Pick<EngineDeps, "redis" | "watcher">,
+  execution: Execution,
+): Promise<void> {
+  deps.watcher.wake(execution);
   let message = execution.id;
   if (isTerminal(execution.status)) {
     const row = JSON.stringify(execution);

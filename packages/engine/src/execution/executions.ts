@@ -25,7 +25,7 @@ import type { Claim } from "./claim.js";
 import { createExecutions, createRootRun, isPlainRootRun, type RunRequest } from "./create-executions.js";
 import { type DeferredJob, DeferredStart } from "./deferred-start.js";
 import { completeExecution, failExecution, releaseExecution } from "./finish-execution.js";
-import { FinishWatcher } from "./finish-watcher.js";
+import type { FinishWatcher } from "./finish-watcher.js";
 import { fireTimer } from "./fire-timer.js";
 import { handBackNotLoaded } from "./hand-back-not-loaded.js";
 import { type JournalRows, loadJournal, type StepStore } from "./journal-store.js";
@@ -84,7 +84,7 @@ export class Executions {
     /** Resuming a remote worker's suspend publishes the event that answers it. */
     private readonly events: Events,
   ) {
-    this.watcher = new FinishWatcher(deps.redis);
+    this.watcher = deps.watcher;
   }
 
   /**

@@ -9,9 +9,9 @@ const RECHECK_MS = 2000;
 /**
  * Lets a caller wait for a run to settle without polling: one Redis subscription per process
  * (opened on first use) wakes the waiters of the announced run, who re-read it from Postgres unless
- * the announcement carries the finished row they wait for. A
- * `?wait=` request waits for a terminal status; a push dispatcher for the run to leave the worker
- * it pushed it to.
+ * the announcement carries the finished row they wait for; a transition this process made itself
+ * wakes them at once (wake). A `?wait=` request waits for a terminal status; a push dispatcher for
+ * the run to leave the worker it pushed it to.
  */
 export class FinishWatcher {
   private subscriber: Redis | null = null;
@@ -95,19 +95,31 @@ export class FinishWatcher {
     this.subscriber.on("error", () => {});
     this.subscriber.on("message", (_channel: string, message: string) => {
       const { id, row } = readAnnouncement(message);
-      const waiting = this.waiters.get(id);
-      if (!waiting) return;
+      if (!this.waiters.has(id)) return;
       let carried: Execution | undefined;
       try {
         carried = row();
       } catch {
         // Not a row we can read: the waiters read the run themselves.
       }
-      for (const wake of [...waiting]) wake(carried);
+      this.wakeWaiters(id, carried);
     });
     // Not awaited: with Redis away the subscription waits for it to return, and a waiter must not.
     // Until then waiters re-check on their own (RECHECK_MS).
     void this.subscriber.subscribe(SETTLED_CHANNEL).catch(() => {});
+  }
+
+  /**
+   * The run's transition committed in this process (its announcement follows): its waiters here
+   * wake now. As an announcement does, a finished row is handed to them; any other is read again.
+   */
+  wake(execution: Execution): void {
+    this.wakeWaiters(execution.id, isTerminal(execution.status) ? execution : undefined);
+  }
+
+  private wakeWaiters(id: string, row: Execution | undefined): void {
+    const waiting = this.waiters.get(id);
+    if (waiting) for (const wake of [...waiting]) wake(row);
   }
 
   close(): void {
