@@ -136,40 +136,38 @@ export function cpuSnapshot(groups: Record<string, () => number[]>): Record<stri
   return out;
 }
 
+/** What `of` makes of each group's CPU seconds between two snapshots (null where either is unknown). */
+function perGroup(
+  before: Record<string, number | null>,
+  after: Record<string, number | null>,
+  of: (cpuSeconds: number) => number | null,
+): Record<string, number | null> {
+  return Object.fromEntries(
+    Object.keys(after).map((k) => {
+      const a = after[k];
+      const b = before[k];
+      return [k, a == null || b == null ? null : of(a - b)];
+    }),
+  );
+}
+
 /** CPU use between two snapshots as percent of one core (200 = two cores busy). */
 export function cpuPercent(
   before: Record<string, number | null>,
   after: Record<string, number | null>,
   wallMs: number,
 ): Record<string, number | null> {
-  return Object.fromEntries(
-    Object.keys(after).map((k) => {
-      const a = after[k];
-      const b = before[k];
-      return [
-        k,
-        a === null || a === undefined || b === null || b === undefined
-          ? null
-          : round(((a - b) / (wallMs / 1000)) * 100, 0),
-      ];
-    }),
-  );
+  return perGroup(before, after, (sec) => round((sec / (wallMs / 1000)) * 100, 0));
 }
 
-/** CPU milliseconds per run between two snapshots, per group (null where either is unknown or no run). */
+/** CPU milliseconds per run between two snapshots, per group (null also when there was no run). */
 export function cpuMsPerRun(
   before: Record<string, number | null>,
   after: Record<string, number | null>,
   runs: number,
   digits: number,
 ): Record<string, number | null> {
-  return Object.fromEntries(
-    Object.keys(after).map((k) => {
-      const a = after[k];
-      const b = before[k];
-      return [k, a == null || b == null || runs === 0 ? null : round(((a - b) * 1000) / runs, digits)];
-    }),
-  );
+  return perGroup(before, after, (sec) => (runs === 0 ? null : round((sec * 1000) / runs, digits)));
 }
 
 /** Busy CPU seconds of the whole machine so far (all cores, every process: ours and others'). */
