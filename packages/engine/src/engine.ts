@@ -69,6 +69,8 @@ export class Engine {
   readonly remote: RemoteRuns;
   /** Runs this process's push dispatcher holds, as started (the worker routes' shortcut). */
   readonly pushedRuns = new PushedRuns();
+  /** This process's waiters for runs to settle (`?wait=`, push dispatchers). */
+  private readonly watcher: FinishWatcher;
   readonly sessions: SessionMemories;
 
   constructor(options: EngineOptions) {
@@ -79,13 +81,14 @@ export class Engine {
     this.logger = options.logger;
     this.dispatcher = new Dispatcher({ redisUrl: options.redisUrl, logger: options.logger });
     this.traces = new Traces(options.prisma, options.pool, options.logger);
+    this.watcher = new FinishWatcher(options.redis);
     const deps: EngineDeps = {
       prisma: options.prisma,
       pool: options.pool,
       dispatcher: this.dispatcher,
       logger: options.logger,
       redis: options.redis,
-      watcher: new FinishWatcher(options.redis),
+      watcher: this.watcher,
       traces: this.traces,
       limits: { maxQueuesPerProject: options.limits?.maxQueuesPerProject ?? DEFAULT_MAX_QUEUES_PER_PROJECT },
       laneLimits: new LaneLimits(options.prisma),
@@ -107,7 +110,7 @@ export class Engine {
   }
 
   async close(): Promise<void> {
-    this.executions.close();
+    this.watcher.close();
     await this.dispatcher.close();
     await this.traces.close();
   }

@@ -130,10 +130,6 @@ export class Executions {
     return (row: Execution) => (row.projectId === projectId ? { ...row, suspendedData: null } : undefined);
   }
 
-  close(): void {
-    this.watcher.close();
-  }
-
   /** Starts one run. A repeated Idempotency-Key returns the first receipt and creates nothing. */
   async run(projectId: string, request: RunRequest, idempotencyKey?: string | null) {
     // The hot path: a plain root run is one statement, then its job.
