@@ -1,6 +1,7 @@
 import type { Execution } from "@spool/db";
 import { Redis } from "ioredis";
 import { describe, expect, inject, it } from "vitest";
+import { announceSettled } from "../src/execution/after-finish.js";
 import { FinishWatcher } from "../src/execution/finish-watcher.js";
 
 /** A Redis client for a port nothing listens on: announcements never arrive through it. */
@@ -56,43 +57,68 @@ describe("FinishWatcher (the ?wait= long-poll)", () => {
     }
   });
 
-  it("wakes its waiters when this process settled the run, without the trip through Redis", async () => {
-    // Redis unreachable: only the process's own wake can answer before the wait runs out.
-    const redis = unreachableRedis();
-    const watcher = new FinishWatcher(redis);
-    try {
-      // Parked: the waiter (here, one for the run to stop running) reads the run again, as an
-      // announcement of a parked run carries no row.
-      let reads = 0;
-      const parked = watcher.wait(
-        "run-a",
-        async () => ({ id: "run-a", status: reads++ === 0 ? "running" : "waiting", read: reads }),
-        10_000,
-        { done: (e) => e.status !== "running", fromAnnounced: (row) => ({ ...row, read: 0 }) },
-      );
-      await expect.poll(() => reads).toBe(1);
-      watcher.wake({ id: "run-a", status: "waiting" } as Execution);
-      expect(await parked).toEqual({ id: "run-a", status: "waiting", read: 2 });
-
-      // Finished: the waiter answers with the row it was handed, reading nothing more.
-      let finishedReads = 0;
-      const finishing = watcher.wait(
-        "run-b",
-        async () => {
-          finishedReads++;
-          return { id: "run-b", status: "running" } as Execution;
+  describe("a run settled in this process (announceSettled)", () => {
+    // Redis unreachable, and neither a re-check of their own nor the end of their waits in the test's
+    // time: only the process's own wake can answer the waiters (without it, the test times out).
+    const NEVER = 600_000;
+    const setup = () => {
+      const redis = unreachableRedis();
+      const watcher = new FinishWatcher(redis, NEVER);
+      return {
+        deps: { redis, watcher },
+        watcher,
+        close: () => {
+          watcher.close();
+          redis.disconnect();
         },
-        10_000,
-        { fromAnnounced: (row) => row },
-      );
-      await expect.poll(() => finishedReads).toBe(1);
-      const finished = { id: "run-b", status: "completed", result: { n: 3 } } as unknown as Execution;
-      watcher.wake(finished);
-      expect(await finishing).toBe(finished);
-      expect(finishedReads).toBe(1);
-    } finally {
-      watcher.close();
-      redis.disconnect();
-    }
+      };
+    };
+    /** A read of the run answering `statuses` in turn; `first` resolves at the first read. */
+    const reader = (id: string, statuses: string[]) => {
+      let reads = 0;
+      let firstRead = () => {};
+      const first = new Promise<void>((resolve) => {
+        firstRead = resolve;
+      });
+      const read = async () => {
+        const status = statuses[Math.min(reads, statuses.length - 1)]!;
+        reads++;
+        firstRead();
+        return { id, status, read: reads } as Execution & { read: number };
+      };
+      return { read, first, reads: () => reads };
+    };
+
+    it("hands a finished row to its waiters here, who answer without reading the run again", async () => {
+      const { deps, watcher, close } = setup();
+      try {
+        const run = reader("run-b", ["running"]);
+        const waiting = watcher.wait("run-b", run.read, NEVER, { fromAnnounced: (row) => row });
+        await run.first;
+        const finished = { id: "run-b", status: "completed", result: { n: 3 } } as unknown as Execution;
+        void announceSettled(deps, finished);
+        expect(await waiting).toBe(finished);
+        expect(run.reads()).toBe(1);
+      } finally {
+        close();
+      }
+    }, 10_000);
+
+    it("makes waiters here read a parked run again (its row is not handed over)", async () => {
+      const { deps, watcher, close } = setup();
+      try {
+        // A waiter for the run to stop running, as a push dispatcher's hold is.
+        const run = reader("run-a", ["running", "waiting"]);
+        const waiting = watcher.wait("run-a", run.read, NEVER, {
+          done: (e) => e.status !== "running",
+          fromAnnounced: (row) => ({ ...row, read: 0 }),
+        });
+        await run.first;
+        void announceSettled(deps, { id: "run-a", status: "waiting" } as Execution);
+        expect(await waiting).toEqual({ id: "run-a", status: "waiting", read: 2 });
+      } finally {
+        close();
+      }
+    }, 10_000);
   });
 });

@@ -17,7 +17,11 @@ export class FinishWatcher {
   private subscriber: Redis | null = null;
   private readonly waiters = new Map<string, Set<(row?: Execution) => void>>();
 
-  constructor(private readonly redis: Redis) {}
+  constructor(
+    private readonly redis: Redis,
+    /** How often a waiter reads the run again on its own (tests set it beyond their waits). */
+    private readonly recheckMs = RECHECK_MS,
+  ) {}
 
   /**
    * The execution once `done` holds for it (default: terminal), or as it is when `timeoutMs` has
@@ -44,7 +48,10 @@ export class FinishWatcher {
     const deadline = Date.now() + timeoutMs;
     let next = o.first ?? read;
     for (;;) {
-      const signal = this.nextSignal(executionId, Math.max(0, Math.min(RECHECK_MS, deadline - Date.now())));
+      const signal = this.nextSignal(
+        executionId,
+        Math.max(0, Math.min(this.recheckMs, deadline - Date.now())),
+      );
       let current: T;
       try {
         current = await next();
