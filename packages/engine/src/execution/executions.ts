@@ -25,7 +25,6 @@ import type { Claim } from "./claim.js";
 import { createExecutions, createRootRun, isPlainRootRun, type RunRequest } from "./create-executions.js";
 import { type DeferredJob, DeferredStart } from "./deferred-start.js";
 import { completeExecution, failExecution, releaseExecution } from "./finish-execution.js";
-import type { FinishWatcher } from "./finish-watcher.js";
 import { fireTimer } from "./fire-timer.js";
 import { handBackNotLoaded } from "./hand-back-not-loaded.js";
 import { type JournalRows, loadJournal, type StepStore } from "./journal-store.js";
@@ -77,15 +76,11 @@ const receipt = (e: Execution): RunReceipt => ({
 
 /** Executions: the REST-facing verbs and the worker-facing ones, over one state machine. */
 export class Executions {
-  private readonly watcher: FinishWatcher;
-
   constructor(
     private readonly deps: EngineDeps,
     /** Resuming a remote worker's suspend publishes the event that answers it. */
     private readonly events: Events,
-  ) {
-    this.watcher = deps.watcher;
-  }
+  ) {}
 
   /**
    * The execution once the wait is over (terminal, or for `until: "blocked"` also parked), or as it
@@ -94,7 +89,7 @@ export class Executions {
   async waitFor(projectId: string, executionId: string, w: WaitOptions) {
     if (w.waitMs <= 0) return this.get(projectId, executionId);
     // The watcher's first read answers at once for a run already over (or unknown: 404).
-    return this.watcher.wait(executionId, () => this.get(projectId, executionId), w.waitMs, {
+    return this.deps.watcher.wait(executionId, () => this.get(projectId, executionId), w.waitMs, {
       done: (e) => isWaitOver(e.status, w.until),
       fromAnnounced: this.announcedView(projectId),
       signal: w.signal,
@@ -113,7 +108,7 @@ export class Executions {
   ) {
     if (w.waitMs > 0 && !idempotencyKey && isPlainRootRun(request) && !waitedChildrenOf([request], false)) {
       const id = randomUUID();
-      const execution = await this.watcher.wait(id, () => this.get(projectId, id), w.waitMs, {
+      const execution = await this.deps.watcher.wait(id, () => this.get(projectId, id), w.waitMs, {
         done: (e) => isWaitOver(e.status, w.until),
         fromAnnounced: this.announcedView(projectId),
         first: async () => ({ ...(await this.createPlainRun(projectId, request, id)), suspendedData: null }),
@@ -312,7 +307,7 @@ export class Executions {
     } = {},
   ) {
     const { started } = o;
-    return this.watcher.wait(
+    return this.deps.watcher.wait(
       executionId,
       async () => {
         const row = await this.row(executionId);

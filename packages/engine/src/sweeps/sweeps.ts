@@ -97,11 +97,11 @@ export class Sweeps {
   /**
    * Queued executions whose BullMQ job is gone, or finished without moving the run on: enqueued
    * again under the same job id. Not those waiting for a lane slot: they have no job on purpose
-   * (wakeStrandedSlotWaiters looks after them). A backlog is walked a batch per sweep, in passes: a pass takes the runs queued before it began,
-   * oldest first, and the next pass starts again from the oldest, so every run is looked at within
-   * a pass however fast new ones come. Only Redis is asked whether their jobs are there and not
-   * finished: a backlog whose jobs wait in BullMQ costs one read and one pipelined HMGET a sweep, no
-   * enqueue, no write.
+   * (wakeStrandedSlotWaiters looks after them). A backlog is walked a batch per sweep, in passes: a
+   * pass takes the runs queued before it began, oldest first, and the next pass starts again from the
+   * oldest, so every run is looked at within a pass however fast new ones come. Only Redis is asked
+   * whether their jobs are there and not finished: a backlog whose jobs wait in BullMQ costs one read
+   * and one pipelined HMGET a sweep, no enqueue, no write.
    */
   async requeueLostJobs({ queuedGraceMs = 5000, batchSize = 500 }: SweepOptions = {}): Promise<number> {
     const pass = this.requeuePass ?? { before: new Date(Date.now() - queuedGraceMs), after: undefined };
