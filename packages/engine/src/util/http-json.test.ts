@@ -54,6 +54,16 @@ describe("httpRequest", () => {
     );
   });
 
+  it("gives up after its timeout on an answer that stops halfway", async () => {
+    const url = await serve((_req, _body, res) => {
+      res.writeHead(200, { "content-type": "application/json", "content-length": "100" });
+      res.write('{"partial":'); // and nothing more
+    });
+    await expect(post(url, "{}", { timeoutMs: 200 })).rejects.toThrow(
+      `no answer from ${url.origin} within 200 ms`,
+    );
+  });
+
   it("a kept-alive connection closed as it is reused is retried once only when asked", async () => {
     // The second request on each connection finds it closed before any answer.
     const url = await serve((req, _body, res) => {
