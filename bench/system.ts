@@ -35,7 +35,10 @@ export function freePort(): Promise<number> {
 
 /** A child app whose JSON log lines can be awaited; keeps only a tail of its output. */
 export class App {
-  private waiters: { test: (l: Record<string, unknown>) => boolean; resolve: () => void }[] = [];
+  private waiters: {
+    test: (l: Record<string, unknown>) => boolean;
+    resolve: (l: Record<string, unknown>) => void;
+  }[] = [];
   private seen: Record<string, unknown>[] = [];
   tail = "";
   readonly exited: Promise<void>;
@@ -61,7 +64,7 @@ export class App {
           if (this.seen.length < 50) this.seen.push(parsed);
           const hit = this.waiters.filter((w) => w.test(parsed));
           this.waiters = this.waiters.filter((w) => !hit.includes(w));
-          for (const w of hit) w.resolve();
+          for (const w of hit) w.resolve(parsed);
         } catch {
           // not a log line
         }
@@ -82,9 +85,10 @@ export class App {
     return this.child.exitCode === null && this.child.signalCode === null;
   }
 
-  /** Resolves on the first log line with this `msg`; rejects if the process exits or time runs out. */
-  waitForMsg(msg: string, timeoutMs = READY_TIMEOUT_MS): Promise<void> {
-    if (this.seen.some((l) => l.msg === msg)) return Promise.resolve();
+  /** The first log line with this `msg`; rejects if the process exits or time runs out. */
+  waitForMsg(msg: string, timeoutMs = READY_TIMEOUT_MS): Promise<Record<string, unknown>> {
+    const seen = this.seen.find((l) => l.msg === msg);
+    if (seen) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(
         () => reject(new Error(`${this.name}: no "${msg}" within ${timeoutMs} ms\n${this.tail}`)),
@@ -96,9 +100,9 @@ export class App {
       });
       this.waiters.push({
         test: (l) => l.msg === msg,
-        resolve: () => {
+        resolve: (line) => {
           clearTimeout(timer);
-          resolve();
+          resolve(line);
         },
       });
     });
@@ -285,36 +289,28 @@ export async function benchServices(o: { durable: boolean }) {
 export async function startSystem(o: SystemOptions): Promise<BenchSystem> {
   const { databaseUrl, redisUrl, servicesStarted, servicesPid } = await benchServices(o);
 
-  const port = await freePort();
-  const apiUrl = `http://127.0.0.1:${port}`;
   const adminKey = `sk_admin_bench_${randomBytes(24).toString("hex")}`;
   const baseEnv: NodeJS.ProcessEnv = {
     DATABASE_URL: databaseUrl,
     REDIS_URL: redisUrl,
     SPOOL_LOG_LEVEL: "info",
   };
-
-  log(`starting the api on ${apiUrl}`);
-  const apiApp = launch("api", "apps/api/src/main.ts", {
-    ...baseEnv,
-    PORT: String(port),
-    HOST: "127.0.0.1",
-    SPOOL_ADMIN_KEY: adminKey,
-  });
-  await apiApp.waitForMsg("api listening");
-  const more = await Promise.all(
-    Array.from({ length: o.apis - 1 }, async (_, i) => {
-      const p = await freePort();
-      const app = launch(`api-${i + 2}`, "apps/api/src/main.ts", {
-        ...baseEnv,
-        PORT: String(p),
-        HOST: "127.0.0.1",
-        SPOOL_ADMIN_KEY: adminKey,
-      });
-      await app.waitForMsg("api listening");
-      return { app, url: `http://127.0.0.1:${p}` };
-    }),
-  );
+  // Each API takes a port the OS picks as it binds (PORT=0) and says which: a port picked before
+  // the process starts could be taken meanwhile (an outgoing connection's ephemeral port, say).
+  const startApi = async (name: string) => {
+    const app = launch(name, "apps/api/src/main.ts", {
+      ...baseEnv,
+      PORT: "0",
+      HOST: "127.0.0.1",
+      SPOOL_ADMIN_KEY: adminKey,
+    });
+    const { port } = await app.waitForMsg("api listening");
+    return { app, url: `http://127.0.0.1:${Number(port)}` };
+  };
+  log("starting the api");
+  const { app: apiApp, url: apiUrl } = await startApi("api");
+  log(`api on ${apiUrl}`);
+  const more = await Promise.all(Array.from({ length: o.apis - 1 }, (_, i) => startApi(`api-${i + 2}`)));
 
   const { projectId, apiKey: key } = await createProject(apiUrl, adminKey, "bench");
 

@@ -210,8 +210,11 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
   const eventHub = createEventHub(engine, redisUrl, logger);
   const app = createApp({ engine, eventHub, logger });
   let pushDispatcher: PushDispatcher | undefined;
-  const port = await freePort();
-  const server = serve({ fetch: app.fetch, port, hostname: "127.0.0.1" });
+  // Port 0: the OS picks a free one as the server binds (one picked beforehand could be taken meanwhile).
+  let server!: ReturnType<typeof serve>;
+  const port = await new Promise<number>((resolve) => {
+    server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }, (info) => resolve(info.port));
+  });
   const apiUrl = `http://127.0.0.1:${port}`;
 
   const admin = createClient({ baseUrl: apiUrl, apiKey: adminKey, projectId: "" });
@@ -309,15 +312,16 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
       return Object.assign(proc, { workerId: String(ready.worker_id), pushUrl: String(ready.push_url) });
     },
     async startApiProcess(port, env = {}) {
-      const p = port ?? (await freePort());
       const proc = launch("api", "apps/api/src/main.ts", {
-        PORT: String(p),
+        // 0: the port the OS picks as the API binds, which its log line names.
+        PORT: String(port ?? 0),
         HOST: "127.0.0.1",
         SPOOL_HEARTBEAT_INTERVAL_SECONDS: String(options.heartbeatIntervalSeconds ?? 1),
         SPOOL_PUSH_DISPATCH: "false",
         ...env,
       });
-      await proc.waitFor((l) => l.msg === "api listening", 60_000);
+      const listening = await proc.waitFor((l) => l.msg === "api listening", 60_000);
+      const p = Number(listening.port);
       return Object.assign(proc, { url: `http://127.0.0.1:${p}`, port: p });
     },
     async stop() {

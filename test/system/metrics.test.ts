@@ -4,7 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { createClient } from "@spool/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, type Proc, type System, startSystem } from "./harness.js";
+import { type Proc, type System, startSystem } from "./harness.js";
 
 /** The value of the sample `name{labels…}` whose labels include `labels` (0 when absent). */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number {
@@ -28,9 +28,9 @@ describe("GET /metrics (real api and worker processes)", () => {
   beforeAll(async () => {
     sys = await startSystem({ ownDatabase: true });
     api = await sys.startApiProcess(undefined, { SPOOL_ADMIN_KEY: adminKey });
-    const port = await freePort();
-    await sys.startWorker({ SPOOL_METRICS_PORT: String(port) });
-    workerMetrics = `http://127.0.0.1:${port}/metrics`;
+    const worker = await sys.startWorker({ SPOOL_METRICS_PORT: "0" });
+    const { port } = await worker.waitFor((l) => l.msg === "metrics listening");
+    workerMetrics = `http://127.0.0.1:${Number(port)}/metrics`;
   });
   afterAll(() => sys?.stop());
 

@@ -19,7 +19,7 @@ const config = loadConfig(
   z.object({
     DATABASE_URL: DatabaseUrl,
     REDIS_URL: RedisUrl,
-    PORT: z.coerce.number().int().min(1).max(65535).default(8080),
+    PORT: z.coerce.number().int().min(0).max(65535).default(8080),
     HOST: z.string().default("0.0.0.0"),
     SPOOL_ADMIN_KEY: z.string().min(32, "must be at least 32 characters").optional(),
     SPOOL_MAX_BODY_BYTES: z.coerce

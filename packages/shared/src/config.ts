@@ -46,11 +46,14 @@ export const MaxStepResultBytes = z.coerce
   .max(1024 * 1024 * 1024, "must be at most 1073741824 bytes (1 GiB)")
   .default(DEFAULT_MAX_STEP_RESULT_BYTES);
 
-/** SPOOL_METRICS_PORT of a worker or scheduler: where it serves GET /metrics (unset: nowhere). */
+/**
+ * SPOOL_METRICS_PORT of a worker or scheduler: where it serves GET /metrics (unset: nowhere; 0: a
+ * port the OS picks, named in the "metrics listening" log line).
+ */
 export const MetricsPort = z.coerce
   .number({ error: "must be a port number" })
   .int()
-  .min(1)
+  .min(0)
   .max(65535)
   .optional();
 

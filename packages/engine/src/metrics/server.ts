@@ -1,4 +1,5 @@
 import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import type { Logger } from "@spool/shared";
 import { collectDefaultMetrics, Registry } from "prom-client";
 import { createPrometheusMetrics, type EngineMetrics } from "./metrics.js";
@@ -25,7 +26,10 @@ export function serveMetrics(registry: Registry, o: { port: number; host: string
       },
     );
   });
-  server.listen(o.port, o.host, () => o.logger.info({ port: o.port, host: o.host }, "metrics listening"));
+  // Port 0: one the OS picks, which the log line names.
+  server.listen(o.port, o.host, () =>
+    o.logger.info({ port: (server.address() as AddressInfo).port, host: o.host }, "metrics listening"),
+  );
   return server;
 }
 
