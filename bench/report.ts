@@ -1,5 +1,6 @@
 // Renders a benchmark result as Markdown: each of our figures beside the floor of the same run.
 import type { FloorResult } from "./floor.js";
+import type { PeerRun } from "./peers.js";
 import type {
   EventsResult,
   LatencyResult,
@@ -8,6 +9,7 @@ import type {
   ThroughputResult,
 } from "./scenarios.js";
 import type { Summary } from "./stats.js";
+import { compareWithRestate, type TargetVerdict } from "./targets.js";
 
 export interface BenchResult {
   mode: string;
@@ -29,6 +31,9 @@ export interface BenchResult {
   closedLoop: PeerLoadPoint[];
   events: EventsResult;
   push: PushResult;
+  /** Restate runs of the same sitting (--restate): one before Spool's system started, one after it stopped. */
+  peers?: { restate: PeerRun[] } | null;
+  targets: TargetVerdict[];
   durationSec: number;
 }
 
@@ -62,6 +67,38 @@ export function renderMarkdown(r: BenchResult): string {
     `- System: ${r.setup.apis ?? 1} api(s), ${r.setup.workers} worker(s) at concurrency ${r.setup.workerConcurrency}, scheduler; ${r.setup.services}`,
     "",
   );
+
+  out.push(
+    "## Against the targets",
+    "",
+    ...(r.mode === "smoke"
+      ? ["Smoke mode: too few runs to judge anything by; the verdicts only show the report's shape.", ""]
+      : []),
+    "| target | this run | met |",
+    "|---|---|---|",
+    ...r.targets.map(
+      (t) => `| ${t.target} | ${t.measured} | ${t.met === null ? "not judged" : t.met ? "yes" : "**no**"} |`,
+    ),
+    "",
+  );
+
+  const restate = r.peers?.restate ?? [];
+  if (restate.length > 0) {
+    const when = (p: PeerRun) => p.startedAt.slice(11, 19) || "?";
+    out.push(
+      "## Beside Restate, in the same sitting",
+      "",
+      `${restate[0]?.server}, measured by the peers' own script (\`--restate\`) before Spool's system started (${when(restate[0]!)} UTC) and after it stopped${restate[1] ? ` (${when(restate[1])} UTC)` : ""}, with the same number of sequential calls and the same closed loops. Ahead: better than every Restate run; behind: worse than every one.`,
+      "",
+      `| figure | Spool | ${restate.map((p) => `Restate ${when(p)}`).join(" | ")} | Spool stands |`,
+      `|---|---|${restate.map(() => "---").join("|")}|---|`,
+      ...compareWithRestate(r, restate).map(
+        (c) =>
+          `| ${c.figure} | ${f(c.ours, c.figure.includes("CPU") ? 2 : 1)} | ${restate.map((_, i) => f(c.restate[i], c.figure.includes("CPU") ? 2 : 1)).join(" | ")} | ${c.standing ?? "n/a"} |`,
+      ),
+      "",
+    );
+  }
 
   out.push(
     `## Latency: one run at a time (${latency.runs} runs after ${latency.warmupRuns} warm-up runs)`,

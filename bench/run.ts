@@ -1,9 +1,10 @@
 // `npm run bench [-- --full | --smoke] [--out <dir>] [--apis N] [--workers N] [--concurrency N]
 //                  [--rates 50,100,… (runs/s)] [--window <seconds per rate>] [--clients 8,32,64]
-//                  [--no-fsync]`
+//                  [--no-fsync] [--restate <peers-bench dir>]`
 //
 // Starts the real system (system.ts), measures the floor (floor.ts) and Spool (scenarios.ts) on the
-// same Postgres and Redis, then writes <out>/<YYYY-MM-DD>.json and .md and prints the Markdown.
+// same Postgres and Redis, judges the targets (targets.ts), then writes <out>/<YYYY-MM-DD>.json and
+// .md and prints the Markdown. With --restate, Restate is measured before and after (peers.ts).
 // Every figure in the output is measured in this run; see docs/benchmarks.md.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -13,6 +14,7 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { measureFloor } from "./floor.js";
+import { checkPeersDir, type PeerRun, runRestate } from "./peers.js";
 import { type BenchResult, renderMarkdown } from "./report.js";
 import {
   eventsScenario,
@@ -22,7 +24,8 @@ import {
   throughputScenario,
 } from "./scenarios.js";
 import { procMemMiB } from "./stats.js";
-import { ROOT, startSystem, stopAllAndExit, stopAllOnSignals } from "./system.js";
+import { ROOT, startSystem, stopAll, stopAllAndExit, stopAllOnSignals } from "./system.js";
+import { judgeTargets } from "./targets.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -37,6 +40,8 @@ const { values: args } = parseArgs({
     clients: { type: "string" },
     // The embedded Postgres is durable (fsync on) unless this says otherwise: production is.
     "no-fsync": { type: "boolean", default: false },
+    // A checkout of ../shared/peers-bench (npm install done there): Restate measured before and after.
+    restate: { type: "string" },
   },
   strict: true,
 });
@@ -102,6 +107,17 @@ const plan = {
   closedLoop: { ...base.closedLoop, clients },
 };
 
+const peersDir = args.restate === undefined ? null : checkPeersDir(args.restate);
+// As the earlier sittings ran it by hand: as many sequential calls as Spool's runs, after 100 warm-up
+// calls (the peers' default), and the closed loops of this run.
+const peerPlan = {
+  seq: plan.latency.runs,
+  warmup: mode === "smoke" ? plan.latency.warmup : 100,
+  clients: plan.closedLoop.clients,
+  durationSec: plan.closedLoop.windowMs / 1000,
+  rampupSec: plan.closedLoop.rampupMs / 1000,
+};
+
 const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 const outDir = resolve(args.out ?? join(ROOT, "bench", "results"));
 
@@ -134,6 +150,8 @@ function machine() {
 stopAllOnSignals();
 
 async function main() {
+  const restate: PeerRun[] = [];
+  if (peersDir) restate.push(await runRestate(peersDir, peerPlan, log));
   const started = performance.now();
   const loadBefore = loadavg();
   log(`mode ${mode}; starting the system`);
@@ -157,13 +175,19 @@ async function main() {
   for (const app of [...sys.apis, ...sys.workers, sys.remote, sys.scheduler]) {
     if (!app.alive) throw new Error(`${app.name} died during the benchmark\n${app.tail}`);
   }
+  const durationSec = Math.round((performance.now() - started) / 100) / 10;
+  const loadAfter = loadavg();
+  if (peersDir) {
+    await stopAll();
+    restate.push(await runRestate(peersDir, peerPlan, log));
+  }
 
-  const result: BenchResult & { setup: { plan: unknown } } = {
+  const measured: Omit<BenchResult, "targets"> & { setup: { plan: unknown } } = {
     mode,
     machine: machine(),
     loadAverage: {
       before: loadBefore.map((x) => Math.round(x * 100) / 100),
-      after: loadavg().map((x) => Math.round(x * 100) / 100),
+      after: loadAfter.map((x) => Math.round(x * 100) / 100),
     },
     setup: {
       apis,
@@ -182,8 +206,10 @@ async function main() {
     closedLoop,
     events,
     push,
-    durationSec: Math.round((performance.now() - started) / 100) / 10,
+    peers: peersDir ? { restate } : null,
+    durationSec,
   };
+  const result = { ...measured, targets: judgeTargets(measured) };
   mkdirSync(outDir, { recursive: true });
   const day = result.machine.date.slice(0, 10);
   const jsonPath = join(outDir, `${day}.json`);

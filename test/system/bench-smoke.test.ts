@@ -107,6 +107,12 @@ describe("npm run bench -- --smoke", () => {
     measured(r.floor.postgres.sequential.insertCommitMs, r.setup.plan.floor.inserts1);
     expect(r.floor.postgres.concurrent.inserts).toBe(r.setup.plan.floor.insertsN);
 
+    // The targets, judged from this run's own figures (in smoke mode too few to mean anything).
+    const p50Target = r.targets.find((t: { target: string }) => t.target.includes("p50 ≤"));
+    expect(p50Target.measured).toBe(`${r.latency.runToCompletedMs.p50.toFixed(1)} ms`);
+    expect(p50Target.met).toBe(r.latency.runToCompletedMs.p50 <= 10);
+    expect(md).toContain("## Against the targets");
+
     expect(md).toContain("## Latency");
     expect(md).toContain("## Floor");
     expect(md).toContain("## The remote push path");
