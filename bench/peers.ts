@@ -57,22 +57,39 @@ export async function runRestate(dir: string, plan: PeerPlan, log: (m: string) =
   const child = spawn(process.execPath, args, { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
   let tail = "";
   let resultsFile: string | null = null;
-  const onOutput = (chunk: Buffer) => {
-    const text = chunk.toString();
-    tail = (tail + text).slice(-4000);
-    for (const line of text.split("\n")) {
-      if (!line.trim()) continue;
+  // Whole lines only: a chunk may end inside one (the results line among them).
+  const lines = () => {
+    let partial = "";
+    const onLine = (line: string) => {
+      if (!line.trim()) return;
       log(`restate: ${line}`);
       const m = /results: (\S+\.json)\s*$/.exec(line);
       if (m?.[1]) resultsFile = resolve(dir, m[1]);
-    }
+    };
+    return {
+      data: (chunk: Buffer) => {
+        const text = partial + chunk.toString();
+        tail = (tail + chunk.toString()).slice(-4000);
+        const parts = text.split("\n");
+        partial = parts.pop() ?? "";
+        for (const line of parts) onLine(line);
+      },
+      end: () => onLine(partial),
+    };
   };
-  child.stdout.on("data", onOutput);
-  child.stderr.on("data", onOutput);
-  const code = await new Promise<number | null>((done) => child.once("exit", (c) => done(c)));
+  for (const stream of [child.stdout, child.stderr]) {
+    const l = lines();
+    stream.on("data", l.data);
+    stream.on("end", l.end);
+  }
+  // 'close', not 'exit': its output may still be unread when it exits.
+  const code = await new Promise<number | string | null>((done) => {
+    child.once("error", (err) => done(err.message));
+    child.once("close", (c) => done(c));
+  });
   if (code !== 0 || resultsFile === null)
     throw new Error(
-      `${SCRIPT} exited with ${code}${resultsFile ? "" : " and named no results file"}\n${tail}`,
+      `${SCRIPT} ended with ${code}${resultsFile ? "" : " and named no results file"}\n${tail}`,
     );
   return readRestateResults(readFileSync(resultsFile, "utf8"));
 }
@@ -127,8 +144,11 @@ export function readRestateResults(json: string): PeerRun {
   };
 }
 
-/** Where a Spool figure stands among the same figure of the Restate runs of the sitting. */
-export type Standing = "ahead" | "between" | "behind";
+/**
+ * Where a Spool figure stands among the same figure of the Restate runs of the sitting: better than
+ * every one (ahead), worse than every one (behind), equal to every one (level), or else between.
+ */
+export type Standing = "ahead" | "between" | "level" | "behind";
 
 /** `better`: whether a higher (runs/s) or a lower (latency, CPU) figure is the better one. */
 export function standing(ours: number, peers: number[], better: "higher" | "lower"): Standing | null {
@@ -137,5 +157,6 @@ export function standing(ours: number, peers: number[], better: "higher" | "lowe
   const loses = (p: number) => (better === "higher" ? ours < p : ours > p);
   if (peers.every(beats)) return "ahead";
   if (peers.every(loses)) return "behind";
+  if (peers.every((p) => p === ours)) return "level";
   return "between";
 }

@@ -32,7 +32,11 @@ export interface BenchResult {
   events: EventsResult;
   push: PushResult;
   /** Restate runs of the same sitting (--restate): one before Spool's system started, one after it stopped. */
-  peers?: { restate: PeerRun[] } | null;
+  peers?: {
+    restate: PeerRun[];
+    /** Why a Restate run is missing (its script failed); the runs that succeeded are kept. */
+    failed?: string;
+  } | null;
   targets: TargetVerdict[];
   durationSec: number;
 }
@@ -88,8 +92,9 @@ export function renderMarkdown(r: BenchResult): string {
     out.push(
       "## Beside Restate, in the same sitting",
       "",
-      `${restate[0]?.server}, measured by the peers' own script (\`--restate\`) before Spool's system started (${when(restate[0]!)} UTC) and after it stopped${restate[1] ? ` (${when(restate[1])} UTC)` : ""}, with the same number of sequential calls and the same closed loops. Ahead: better than every Restate run; behind: worse than every one.`,
+      `${restate[0]?.server}, measured by the peers' own script (\`--restate\`) before Spool's system started (${when(restate[0]!)} UTC)${restate[1] ? ` and after it stopped (${when(restate[1])} UTC)` : ""}, with the same number of sequential calls and the same closed loops. Ahead: better than every Restate run; behind: worse than every one; level: equal to every one.`,
       "",
+      ...(r.peers?.failed ? [`Restate after Spool: ${r.peers.failed}`, ""] : []),
       `| figure | Spool | ${restate.map((p) => `Restate ${when(p)}`).join(" | ")} | Spool stands |`,
       `|---|---|${restate.map(() => "---").join("|")}|---|`,
       ...compareWithRestate(r, restate).map(

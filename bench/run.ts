@@ -177,14 +177,22 @@ async function main() {
   }
   const durationSec = Math.round((performance.now() - started) / 100) / 10;
   const loadAfter = loadavg();
+  const machineAfter = machine();
+  let peersFailed: string | undefined;
   if (peersDir) {
     await stopAll();
-    restate.push(await runRestate(peersDir, peerPlan, log));
+    // Spool's figures are kept whatever becomes of this run; the report says what failed.
+    try {
+      restate.push(await runRestate(peersDir, peerPlan, log));
+    } catch (err) {
+      peersFailed = `the run after Spool's failed: ${err instanceof Error ? err.message.split("\n")[0] : String(err)}`;
+      log(peersFailed);
+    }
   }
 
   const measured: Omit<BenchResult, "targets"> & { setup: { plan: unknown } } = {
     mode,
-    machine: machine(),
+    machine: machineAfter,
     loadAverage: {
       before: loadBefore.map((x) => Math.round(x * 100) / 100),
       after: loadAfter.map((x) => Math.round(x * 100) / 100),
@@ -206,7 +214,7 @@ async function main() {
     closedLoop,
     events,
     push,
-    peers: peersDir ? { restate } : null,
+    peers: peersDir ? { restate, ...(peersFailed ? { failed: peersFailed } : {}) } : null,
     durationSec,
   };
   const result = { ...measured, targets: judgeTargets(measured) };

@@ -124,29 +124,41 @@ export function judgeTargets(r: Omit<BenchResult, "targets">): TargetVerdict[] {
   // The rate targets are for one api and one worker process.
   const setup = r.setup.workers === 1 && (r.setup.apis ?? 1) === 1;
   const sustained = r.throughput.rates.find((x) => x.offeredPerSec === T.sustainedRunsPerSec);
+  // A run that never offered the target rate (custom --rates) cannot tell whether it holds.
+  const offered = r.throughput.rates.some((x) => x.offeredPerSec >= T.sustainedRunsPerSec);
   const best = r.throughput.maxRateWithP99Under500ms;
   const notOneEach = `not judged: this run has ${r.setup.apis ?? 1} api(s) and ${r.setup.workers} worker(s)`;
+  const noRate = `not measured: no rate of ${T.sustainedRunsPerSec} runs/s or more in this run`;
   verdicts.push({
     target: `≥ ${T.sustainedRunsPerSec} runs/s sustained with end-to-end p99 < ${T.sustainedP99Ms} ms (one api, one worker)`,
     measured: !setup
       ? notOneEach
-      : `${sustained ? `${T.sustainedRunsPerSec} offered: ${f(sustained.completedRunsPerSec)} completed, p99 ${f(sustained.endToEndMs.p99)} ms; ` : ""}highest rate under the bound: ${best === null ? "none" : `${best} runs/s`}`,
-    met: !setup ? null : best !== null && best >= T.sustainedRunsPerSec,
+      : !offered
+        ? noRate
+        : `${sustained ? `${T.sustainedRunsPerSec} offered: ${f(sustained.completedRunsPerSec)} completed, p99 ${f(sustained.endToEndMs.p99)} ms; ` : ""}highest rate under the bound: ${best === null ? "none" : `${best} runs/s`}`,
+    met: !setup || !offered ? null : best !== null && best >= T.sustainedRunsPerSec,
   });
   const cpu = sustained?.cpuMsPerRun;
   const app = cpu ? sumOf([cpu.api, cpu.workers, cpu.scheduler]) : null;
   const postgres = cpu?.postgres ?? null;
   const atRate = `at ${T.sustainedRunsPerSec} runs/s offered`;
-  const unmeasured = `not measured: no ${T.sustainedRunsPerSec} runs/s rate in this run`;
+  const cpuMeasured = (ms: number | null, what: string) =>
+    !setup
+      ? notOneEach
+      : !sustained
+        ? `not measured: no ${T.sustainedRunsPerSec} runs/s rate in this run`
+        : ms === null
+          ? `not measured: no CPU figure for ${what} at that rate (no run completed, or not a process this run started)`
+          : `${f(ms)} ms`;
   verdicts.push(
     {
       target: `CPU per run ${atRate}: api + worker + scheduler ≤ ${T.appCpuMsPerRun} ms`,
-      measured: !setup ? notOneEach : app === null ? unmeasured : `${f(app)} ms`,
+      measured: cpuMeasured(app, "the api, worker and scheduler"),
       met: !setup || app === null ? null : app <= T.appCpuMsPerRun,
     },
     {
       target: `CPU per run ${atRate}: Postgres ≤ ${T.postgresCpuMsPerRun} ms`,
-      measured: !setup ? notOneEach : postgres === null ? unmeasured : `${f(postgres)} ms`,
+      measured: cpuMeasured(postgres, "Postgres"),
       met: !setup || postgres === null ? null : postgres <= T.postgresCpuMsPerRun,
     },
   );
@@ -158,6 +170,8 @@ export function judgeTargets(r: Omit<BenchResult, "targets">): TargetVerdict[] {
     loop.remote.runsPerSec && loop.inCluster.runsPerSec
       ? loop.inCluster.runsPerSec / loop.remote.runsPerSec
       : null;
+  // No remote run finished in the window while in-cluster ones did: as far from the target as it gets.
+  const remoteStalled = !loop.remote.runsPerSec && Boolean(loop.inCluster.runsPerSec);
   verdicts.push(
     {
       target: `remote push path within ${T.remoteFactor}× of in-cluster, one run at a time (p50)`,
@@ -166,23 +180,33 @@ export function judgeTargets(r: Omit<BenchResult, "targets">): TargetVerdict[] {
     },
     {
       target: `remote push path within ${T.remoteFactor}× of in-cluster under load (runs/s, ${loop.remote.concurrency} clients)`,
-      measured: `${f(loop.remote.runsPerSec)} against ${f(loop.inCluster.runsPerSec)} runs/s: in-cluster ${f(loadFactor, 2)}× the remote path`,
-      met: loadFactor === null ? null : loadFactor <= T.remoteFactor,
+      measured: remoteStalled
+        ? `no remote run completed in the window, against ${f(loop.inCluster.runsPerSec)} in-cluster runs/s`
+        : `${f(loop.remote.runsPerSec)} against ${f(loop.inCluster.runsPerSec)} runs/s: in-cluster ${f(loadFactor, 2)}× the remote path`,
+      met: remoteStalled ? false : loadFactor === null ? null : loadFactor <= T.remoteFactor,
     },
   );
 
   if (!r.peers || r.peers.restate.length === 0) {
     verdicts.push({
       target: "ahead of Restate, measured in the same sitting",
-      measured: "not measured: run with --restate <peers-bench dir>",
+      measured: r.peers?.failed
+        ? `not measured: ${r.peers.failed}`
+        : "not measured: run with --restate <peers-bench dir>",
       met: null,
     });
   } else {
     const n = r.peers.restate.length;
+    const words: Record<Standing, string> = {
+      ahead: n === 1 ? "ahead of it" : `ahead of all ${n}`,
+      behind: n === 1 ? "behind it" : `behind all ${n}`,
+      level: n === 1 ? "level with it" : "level with them",
+      between: "between them",
+    };
     for (const c of compareWithRestate(r, r.peers.restate).filter((x) => x.target)) {
       verdicts.push({
         target: `ahead of Restate: ${c.figure}`,
-        measured: `${f(c.ours)} against ${c.restate.map((x) => f(x)).join(", ")} (${c.standing === "ahead" ? `ahead of all ${n}` : c.standing === "behind" ? `behind all ${n}` : "between them"})`,
+        measured: `${f(c.ours)} against ${c.restate.map((x) => f(x)).join(", ")} (${c.standing === null ? "n/a" : words[c.standing]})`,
         met: c.standing === null ? null : c.standing === "ahead",
       });
     }

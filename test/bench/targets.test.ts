@@ -1,5 +1,5 @@
 // How a benchmark run is judged against the targets and set beside Restate's runs (bench/targets.ts,
-// bench/peers.ts): from figures given here, so each verdict's boundary is checked exactly.
+// bench/peers.ts): from figures given here, so each verdict's boundary and gaps are checked exactly.
 import { describe, expect, it } from "vitest";
 import { readRestateResults } from "../../bench/peers.js";
 import type { BenchResult } from "../../bench/report.js";
@@ -98,6 +98,28 @@ describe("the benchmark's targets", () => {
     expect(verdict(lowCapacity, "≥ 400 runs/s sustained").met).toBe(false);
   });
 
+  it("a figure exactly at its bound meets it", () => {
+    const atBounds = run((r) => {
+      r.latency.runToCompletedMs = summary(TARGETS.serialP50Ms, TARGETS.serialP99Ms);
+      r.throughput.maxRateWithP99Under500ms = TARGETS.sustainedRunsPerSec;
+      r.throughput.rates[0]!.cpuMsPerRun = { api: 1, workers: 2.5, scheduler: 0.5, postgres: 2 };
+      r.push.serialMs = summary(2 * TARGETS.serialP50Ms, 40);
+      r.push.closedLoop.remote.runsPerSec = 350; // in-cluster 700: exactly 2×
+    });
+    const absolute = judgeTargets(atBounds).filter((v) => !v.target.includes("Restate"));
+    expect(absolute.map((v) => [v.target, v.met])).toEqual(absolute.map((v) => [v.target, true]));
+  });
+
+  it("a remote path that completes nothing under load fails its target rather than going unjudged", () => {
+    const stalled = run((r) => {
+      r.push.closedLoop.remote.runsPerSec = null;
+    });
+    expect(verdict(stalled, "remote push path within 2× of in-cluster under load")).toMatchObject({
+      met: false,
+      measured: expect.stringContaining("no remote run completed"),
+    });
+  });
+
   it("the rate and CPU targets are for one api and one worker, and need the 400 runs/s rate", () => {
     const twoWorkers = run((r) => {
       r.setup.workers = 2;
@@ -114,6 +136,23 @@ describe("the benchmark's targets", () => {
     expect(verdict(otherRates, "CPU per run at 400 runs/s offered: Postgres")).toMatchObject({
       met: null,
       measured: expect.stringContaining("no 400 runs/s rate"),
+    });
+    // Rates that never reach 400 runs/s cannot tell whether it holds, even when every one passed.
+    const lowRates = run((r) => {
+      r.throughput.rates[0]!.offeredPerSec = 300;
+      r.throughput.maxRateWithP99Under500ms = 300;
+    });
+    expect(verdict(lowRates, "≥ 400 runs/s sustained")).toMatchObject({
+      met: null,
+      measured: expect.stringContaining("no rate of 400 runs/s or more"),
+    });
+    // The 400 runs/s rate ran, but without Postgres' CPU (a Postgres this run did not start).
+    const givenPostgres = run((r) => {
+      r.throughput.rates[0]!.cpuMsPerRun.postgres = null;
+    });
+    expect(verdict(givenPostgres, "CPU per run at 400 runs/s offered: Postgres")).toMatchObject({
+      met: null,
+      measured: expect.stringContaining("no CPU figure for Postgres"),
     });
   });
 
@@ -148,6 +187,40 @@ describe("the benchmark's targets", () => {
     expect(verdict(r, "ahead of Restate: 32 clients, runs/s")).toMatchObject({ met: true });
     // The CPU rows inform the comparison table but are no target.
     expect(judgeTargets(r).some((v) => v.target.includes("machine CPU"))).toBe(false);
+  });
+
+  it("equal to every Restate run is level, not ahead; a figure no run measured is n/a", () => {
+    const one = readRestateResults(restateResults([6, 10, 17], [[8, 540]]));
+    const r = run((x) => {
+      x.peers = { restate: [one, one] };
+    });
+    expect(verdict(r, "ahead of Restate: one at a time, p50")).toMatchObject({
+      met: false,
+      measured: expect.stringContaining("(level with them)"),
+    });
+    // This Restate run measured no 32-client loop.
+    expect(verdict(r, "ahead of Restate: 32 clients, runs/s")).toMatchObject({
+      met: null,
+      measured: "750.0 against n/a, n/a (n/a)",
+    });
+  });
+
+  it("with the Restate run after Spool's failed, the one before is compared and the failure said", () => {
+    const before = readRestateResults(restateResults([6.5, 10, 14], [[8, 500]]));
+    const r = run((x) => {
+      x.peers = { restate: [before], failed: "the run after Spool's failed: restate-bench.cjs ended with 1" };
+    });
+    expect(verdict(r, "ahead of Restate: 8 clients, runs/s")).toMatchObject({
+      met: true,
+      measured: "540.0 against 500.0 (ahead of it)",
+    });
+    const none = run((x) => {
+      x.peers = { restate: [], failed: "the run after Spool's failed: boom" };
+    });
+    expect(verdict(none, "ahead of Restate")).toMatchObject({
+      met: null,
+      measured: "not measured: the run after Spool's failed: boom",
+    });
   });
 
   it("reads the peers' results file, and refuses one of another shape", () => {
