@@ -212,8 +212,9 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
   let pushDispatcher: PushDispatcher | undefined;
   // Port 0: the OS picks a free one as the server binds (one picked beforehand could be taken meanwhile).
   let server!: ReturnType<typeof serve>;
-  const port = await new Promise<number>((resolve) => {
+  const port = await new Promise<number>((resolve, reject) => {
     server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }, (info) => resolve(info.port));
+    server.once("error", reject);
   });
   const apiUrl = `http://127.0.0.1:${port}`;
 

@@ -54,6 +54,14 @@ describe("httpRequest", () => {
     );
   });
 
+  it("leaves no timer behind once the answer is in", async () => {
+    const url = await serve((_req, _body, res) => res.end("ok"));
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+    const before = timers();
+    expect((await post(url, "{}", { timeoutMs: 60_000 })).text).toBe("ok");
+    expect(timers()).toBe(before);
+  });
+
   it("gives up after its timeout on an answer that stops halfway", async () => {
     const url = await serve((_req, _body, res) => {
       res.writeHead(200, { "content-type": "application/json", "content-length": "100" });

@@ -52,7 +52,9 @@ export async function httpRequest(url: URL, o: HttpRequest): Promise<HttpAnswer>
   } catch (err) {
     if (!(err instanceof ReusedSocketReset)) throw err;
     if (!o.retryIfReset) throw err.cause;
-    return once(url, o, agent, Math.max(0, deadline - Date.now()));
+    const left = deadline - Date.now();
+    if (left <= 0) throw new Error(`no answer from ${url.origin} within ${o.timeoutMs} ms`);
+    return once(url, o, agent, left);
   }
 }
 
