@@ -8,7 +8,7 @@ import type {
   PushResult,
   ThroughputResult,
 } from "./scenarios.js";
-import type { Summary } from "./stats.js";
+import { fixed as f, type Summary } from "./stats.js";
 import { compareWithRestate, type TargetVerdict } from "./targets.js";
 
 export interface BenchResult {
@@ -41,8 +41,6 @@ export interface BenchResult {
   durationSec: number;
 }
 
-const f = (x: number | null | undefined, digits = 1) =>
-  x === null || x === undefined || !Number.isFinite(x) ? "n/a" : x.toFixed(digits);
 const ratio = (ours: number | null | undefined, floor: number | null | undefined) => {
   if (ours === null || ours === undefined || !floor) return "n/a";
   const x = ours / floor;
@@ -99,7 +97,7 @@ export function renderMarkdown(r: BenchResult): string {
       `|---|---|${restate.map(() => "---").join("|")}|---|`,
       ...compareWithRestate(r, restate).map(
         (c) =>
-          `| ${c.figure} | ${f(c.ours, c.figure.includes("CPU") ? 2 : 1)} | ${restate.map((_, i) => f(c.restate[i], c.figure.includes("CPU") ? 2 : 1)).join(" | ")} | ${c.standing ?? "n/a"} |`,
+          `| ${c.figure} | ${f(c.ours, c.digits)} | ${c.restate.map((x) => f(x, c.digits)).join(" | ")} | ${c.standing ?? "n/a"} |`,
       ),
       "",
     );

@@ -37,6 +37,10 @@ export function summarize(values: number[]): Summary {
 
 export { round };
 
+/** A figure as the reports print it: `digits` decimals, or "n/a" when there is none. */
+export const fixed = (x: number | null | undefined, digits = 1) =>
+  x === null || x === undefined || !Number.isFinite(x) ? "n/a" : x.toFixed(digits);
+
 /** A `Vm*` field of /proc/<pid>/status in MiB, or null when unreadable (process gone, not Linux). */
 export function procMemMiB(pid: number, field: "VmRSS" | "VmHWM"): number | null {
   try {

@@ -2,6 +2,7 @@
 // benchmark run, and how that run stands beside the Restate runs of the same sitting (--restate).
 import { type PeerRun, type Standing, standing } from "./peers.js";
 import type { BenchResult } from "./report.js";
+import { fixed as f } from "./stats.js";
 
 export const TARGETS = {
   /** One run at a time, client-observed (ms). */
@@ -27,6 +28,8 @@ export interface PeerComparison {
   standing: Standing | null;
   /** Counted in "ahead of Restate" (latency and runs/s); the CPU rows only inform. */
   target: boolean;
+  /** Decimals the figure is printed with. */
+  digits: number;
 }
 
 export interface TargetVerdict {
@@ -36,9 +39,6 @@ export interface TargetVerdict {
   met: boolean | null;
 }
 
-const f = (x: number | null | undefined, digits = 1) =>
-  x === null || x === undefined || !Number.isFinite(x) ? "n/a" : x.toFixed(digits);
-
 export function compareWithRestate(r: Pick<BenchResult, "latency" | "closedLoop">, peers: PeerRun[]) {
   const row = (
     figure: string,
@@ -46,6 +46,7 @@ export function compareWithRestate(r: Pick<BenchResult, "latency" | "closedLoop"
     ours: number | null,
     restate: (number | null | undefined)[],
     target: boolean,
+    digits = 1,
   ): PeerComparison => {
     const aligned = restate.map((x) => (typeof x === "number" && Number.isFinite(x) ? x : null));
     const measured = aligned.filter((x): x is number => x !== null);
@@ -56,6 +57,7 @@ export function compareWithRestate(r: Pick<BenchResult, "latency" | "closedLoop"
       restate: aligned,
       standing: ours === null ? null : standing(ours, measured, better),
       target,
+      digits,
     };
   };
   const serial = r.latency.runToCompletedMs;
@@ -98,6 +100,7 @@ export function compareWithRestate(r: Pick<BenchResult, "latency" | "closedLoop"
         point.machineCpuMsPerRun,
         theirs.map((l) => l?.machineCpuMsPerRun),
         false,
+        2,
       ),
     );
   }

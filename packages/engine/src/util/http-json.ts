@@ -53,10 +53,13 @@ export async function httpRequest(url: URL, o: HttpRequest): Promise<HttpAnswer>
     if (!(err instanceof ReusedSocketReset)) throw err;
     if (!o.retryIfReset) throw err.cause;
     const left = deadline - Date.now();
-    if (left <= 0) throw new Error(`no answer from ${url.origin} within ${o.timeoutMs} ms`);
+    if (left <= 0) throw timedOut(url, o);
     return once(url, o, agent, left);
   }
 }
+
+const timedOut = (url: URL, o: HttpRequest) =>
+  new Error(`no answer from ${url.origin} within ${o.timeoutMs} ms`);
 
 class ReusedSocketReset extends Error {
   constructor(override readonly cause: Error) {
@@ -90,7 +93,7 @@ function once(url: URL, o: HttpRequest, agent: http.Agent, timeoutMs: number): P
     // Settles the request whatever its state (an answer half read included); what its destruction
     // reports afterwards changes nothing.
     const timer = setTimeout(() => {
-      reject(new Error(`no answer from ${url.origin} within ${o.timeoutMs} ms`));
+      reject(timedOut(url, o));
       req.destroy();
     }, timeoutMs);
     function fail(err: NodeJS.ErrnoException) {
