@@ -249,15 +249,18 @@ describe("event triggers and waitForEvent (real scheduler processes)", () => {
   });
 });
 
-// Full batches fire on the publish announcement, not on the periodic check: this scheduler's check
-// runs once at start and then not for 10 minutes, so every batch seen here came from an announcement.
-describe("a full event-trigger batch (announcement only)", () => {
+// Batches fire on the publish announcement (full ones) and at their timeout (partial ones), not on
+// the periodic check: this scheduler looks once at start and then not for 10 minutes. The database
+// is this file's own: other test files' schedulers share Redis, not this database, so every batch
+// here is this scheduler's.
+describe("event-trigger batches with no periodic check", () => {
   let sys: System;
 
   beforeAll(async () => {
-    sys = await startSystem();
+    sys = await startSystem({ ownDatabase: true });
     await sys.startWorker();
-    await sys.startScheduler({ SPOOL_TRIGGER_CHECK_INTERVAL_MS: "600000" });
+    const scheduler = await sys.startScheduler({ SPOOL_TRIGGER_CHECK_INTERVAL_MS: "600000" });
+    await scheduler.waitFor((l) => l.msg === "listening for announcements", 60_000);
   });
   afterAll(() => sys?.stop());
 
@@ -291,5 +294,33 @@ describe("a full event-trigger batch (announcement only)", () => {
       [5, 6, 7, 8, 9],
       [10, 11, 12, 13, 14],
     ]);
+  });
+
+  // The publish tells the scheduler a batch has begun; it sleeps until that batch times out.
+  it("starts when it times out, though the scheduler never looks on its own", async () => {
+    const topic = `timed-${randomUUID()}`;
+    const { trigger } = await sys.client.request<{ trigger: { id: string } }>(
+      "POST",
+      "/event-triggers/register",
+      {
+        workflow_id: "batch-consumer",
+        deployment_id: "default",
+        event_topic: topic,
+        batch_size: 100,
+        batch_timeout_seconds: 1,
+      },
+    );
+    await sys.client.events.publish(topic, { n: 1 });
+    await sys.client.events.publish(topic, { n: 2 });
+    const [batch] = await eventually(
+      async () => {
+        const { executions } = await sys.client.executions.list({ workflow_id: "batch-consumer" });
+        const found = executions.filter((e) => (e.input as BatchInput).trigger_id === trigger.id);
+        return found.length > 0 ? found : undefined;
+      },
+      20_000,
+      "the timed-out batch",
+    );
+    expect((batch!.input as BatchInput).events.map((e) => e.data.n)).toEqual([1, 2]);
   });
 });

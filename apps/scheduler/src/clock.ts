@@ -8,3 +8,8 @@ export function createClock(speed?: number, epochMs?: number): () => Date {
   const epoch = epochMs ?? Date.now();
   return () => new Date(epoch + (Date.now() - epoch) * speed);
 }
+
+/** Real milliseconds until `at` on the scheduler's clock (which runs `speed` times faster in tests). */
+export function realMsUntil(at: Date, clock: () => Date, speed?: number): number {
+  return (at.getTime() - clock().getTime()) / (speed || 1);
+}

@@ -1,5 +1,11 @@
 import { createDatabase } from "@spool/db";
-import { Engine, exportSpansIfConfigured, OrphanedJobs, processMetrics } from "@spool/engine";
+import {
+  Engine,
+  exportSpansIfConfigured,
+  OrphanedJobs,
+  processMetrics,
+  SCHEDULES_CHANNEL,
+} from "@spool/engine";
 import {
   createLogger,
   DatabaseUrl,
@@ -11,7 +17,7 @@ import {
 } from "@spool/shared";
 import { Redis } from "ioredis";
 import { z } from "zod";
-import { createClock } from "./clock.js";
+import { createClock, realMsUntil } from "./clock.js";
 import { startLoop } from "./loop.js";
 import { listenForPublishes } from "./trigger-listener.js";
 
@@ -23,8 +29,8 @@ const config = loadConfig(
     SPOOL_ORPHANED_JOBS_CHECK_MS: z.coerce.number().int().min(50).default(500),
     SPOOL_ORPHANED_JOB_GRACE_MS: z.coerce.number().int().min(500).default(5000),
     SPOOL_QUEUED_GRACE_MS: z.coerce.number().int().min(0).default(5000),
-    SPOOL_TRIGGER_CHECK_INTERVAL_MS: z.coerce.number().int().min(20).default(200),
-    SPOOL_SCHEDULE_CHECK_INTERVAL_MS: z.coerce.number().int().min(20).default(500),
+    SPOOL_TRIGGER_CHECK_INTERVAL_MS: z.coerce.number().int().min(20).default(5000),
+    SPOOL_SCHEDULE_CHECK_INTERVAL_MS: z.coerce.number().int().min(20).default(10_000),
     SPOOL_CLOCK_SPEED: z.coerce.number().positive().optional(),
     SPOOL_CLOCK_EPOCH_MS: z.coerce.number().int().optional(),
     SPOOL_METRICS_PORT: MetricsPort,
@@ -79,28 +85,53 @@ const loops = [
       await orphanedJobs.check();
     },
   }),
-  // Partial batches whose oldest event timed out, and full ones whose announcement was lost.
-  startLoop({
-    name: "triggers",
-    intervalMs: config.SPOOL_TRIGGER_CHECK_INTERVAL_MS,
-    logger,
-    tick: async () => {
-      const fired = await engine.triggerFiring.fireDue();
-      if (fired) logger.info({ fired }, "trigger batches fired");
-    },
-  }),
-  startLoop({
-    name: "schedules",
-    intervalMs: config.SPOOL_SCHEDULE_CHECK_INTERVAL_MS,
-    logger,
-    tick: async () => {
-      const fired = await engine.scheduleFiring.fireDue(clock());
-      if (fired) logger.info({ fired }, "schedules fired");
-    },
-  }),
 ];
-const stopListening = listenForPublishes(engine, subscriber, logger);
+// Partial batches as they time out (the tick says when the first one does; a publish may begin
+// another), and full ones whose announcement was lost (every interval, when nothing else wakes it).
+const triggers = startLoop({
+  name: "triggers",
+  intervalMs: config.SPOOL_TRIGGER_CHECK_INTERVAL_MS,
+  minGapMs: 200,
+  logger,
+  tick: async () => {
+    const fired = await engine.triggerFiring.fireDue();
+    if (fired) logger.info({ fired }, "trigger batches fired");
+    const due = await engine.triggerFiring.nextDue();
+    return due ? due.getTime() - Date.now() : undefined;
+  },
+});
+// Cron occurrences as they fall due (the tick says when the next one does; a schedule created or
+// changed is announced), and buffered ones, which wait for a run to finish, every half second.
+const schedules = startLoop({
+  name: "schedules",
+  intervalMs: config.SPOOL_SCHEDULE_CHECK_INTERVAL_MS,
+  minGapMs: 500,
+  logger,
+  tick: async () => {
+    const fired = await engine.scheduleFiring.fireDue(clock());
+    if (fired) logger.info({ fired }, "schedules fired");
+    const due = await engine.scheduleFiring.nextDue();
+    if (due.buffered) return 0;
+    return due.at ? realMsUntil(due.at, clock, config.SPOOL_CLOCK_SPEED) : undefined;
+  },
+});
+loops.push(triggers, schedules);
+subscriber.on("message", (channel: string) => {
+  if (channel === SCHEDULES_CHANNEL) schedules.wake();
+});
+const publishes = listenForPublishes(engine, subscriber, logger, () => triggers.wake());
 logger.info({ sweep_interval_ms: config.SPOOL_SWEEP_INTERVAL_MS }, "scheduler started");
+// From then on a publish or a schedule change is seen at once; until then, at the loops' first
+// ticks or their intervals.
+Promise.all([
+  publishes.subscribed,
+  subscriber.subscribe(SCHEDULES_CHANNEL),
+  triggers.firstTick,
+  schedules.firstTick,
+]).then(
+  () => logger.info("listening for announcements"),
+  (err: Error) => logger.warn({ err: err.message }, "subscribe failed"),
+);
 
 let stopping = false;
 async function shutdown(signal: string) {
@@ -108,7 +139,7 @@ async function shutdown(signal: string) {
   stopping = true;
   logger.info({ signal }, "shutting down");
   await Promise.all(loops.map((l) => l.stop()));
-  await stopListening();
+  await publishes.stop();
   metricsServer?.close();
   await Promise.allSettled([engine.close(), prisma.$disconnect().then(() => pool.end()), redis.quit()]);
   logger.info("stopped");

@@ -5,9 +5,15 @@ import type { Redis } from "ioredis";
 /**
  * Fires full batches the moment their last event is published: every publish is announced on
  * Redis, and the triggers of that topic are checked at once (one check at a time per topic; a
- * burst of announcements collapses into one more round).
+ * burst of announcements collapses into one more round). `published` hears of each publish too
+ * (a partial batch may have begun: its timeout is a new due time).
  */
-export function listenForPublishes(engine: Engine, subscriber: Redis, logger: Logger): () => Promise<void> {
+export function listenForPublishes(
+  engine: Engine,
+  subscriber: Redis,
+  logger: Logger,
+  published: () => void,
+): { subscribed: Promise<void>; stop: () => Promise<void> } {
   const running = new Map<string, { again: boolean; done: Promise<void> }>();
   const check = (projectId: string, topic: string) => {
     const key = `${projectId}\n${topic}`;
@@ -31,7 +37,9 @@ export function listenForPublishes(engine: Engine, subscriber: Redis, logger: Lo
     })();
     running.set(key, entry);
   };
-  subscriber.on("message", (_channel: string, message: string) => {
+  subscriber.on("message", (channel: string, message: string) => {
+    if (channel !== PUBLISH_CHANNEL) return;
+    published();
     try {
       const { projectId, topic } = JSON.parse(message) as { projectId: string; topic: string };
       check(projectId, topic);
@@ -39,11 +47,12 @@ export function listenForPublishes(engine: Engine, subscriber: Redis, logger: Lo
       logger.warn("malformed publish announcement");
     }
   });
-  void subscriber
-    .subscribe(PUBLISH_CHANNEL)
-    .catch((err: Error) => logger.warn({ err: err.message }, "subscribe failed"));
-  return async () => {
-    await Promise.allSettled([...running.values()].map((r) => r.done));
-    subscriber.disconnect();
+  return {
+    // Not awaited at start-up: with Redis away the subscription waits for it to return.
+    subscribed: subscriber.subscribe(PUBLISH_CHANNEL).then(() => {}),
+    async stop() {
+      await Promise.allSettled([...running.values()].map((r) => r.done));
+      subscriber.disconnect();
+    },
   };
 }

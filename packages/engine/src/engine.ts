@@ -103,7 +103,7 @@ export class Engine {
     const clock = options.clock ?? (() => new Date());
     this.triggers = new Triggers(options.prisma);
     this.triggerFiring = new TriggerFiring(deps);
-    this.schedules = new Schedules(options.prisma, clock);
+    this.schedules = new Schedules(options.prisma, clock, options.redis);
     this.scheduleFiring = new ScheduleFiring(deps, clock);
     this.remote = new RemoteRuns(deps, this.executions, this.pushedRuns);
     this.sessions = new SessionMemories(options.prisma);

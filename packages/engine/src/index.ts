@@ -36,7 +36,12 @@ export {
   type StepRecord,
 } from "./runtime/journal.js";
 export { replay } from "./runtime/replay.js";
-export type { CreateScheduleInput, OverlapPolicy, UpdateScheduleInput } from "./schedules/schedules.js";
+export {
+  type CreateScheduleInput,
+  type OverlapPolicy,
+  SCHEDULES_CHANNEL,
+  type UpdateScheduleInput,
+} from "./schedules/schedules.js";
 export type { SweepReport } from "./sweeps/sweeps.js";
 export { createOtlpSpanSink, exportSpansIfConfigured } from "./traces/otlp-export.js";
 export { spanIdOf } from "./traces/span-ids.js";

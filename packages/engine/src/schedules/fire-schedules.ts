@@ -46,6 +46,19 @@ export class ScheduleFiring {
     return fired;
   }
 
+  /**
+   * When fireDue has something to do next: the earliest next occurrence of an active schedule (null:
+   * none), and whether an occurrence is buffered behind a run still going (it fires once that run
+   * has finished, which no occurrence time tells).
+   */
+  async nextDue(): Promise<{ at: Date | null; buffered: boolean }> {
+    // Purpose: the scheduler's next wake-up. Params: none. Locks: none. Result: one row.
+    const [row] = await this.deps.prisma.$queryRaw<{ at: Date | null; buffered: boolean | null }[]>(P.sql`
+      SELECT min(next_run_at) AS at, bool_or(buffered_run_at IS NOT NULL) AS buffered
+        FROM schedules WHERE status = 'active'`);
+    return { at: row?.at ?? null, buffered: row?.buffered === true };
+  }
+
   private async fireOne(scheduleId: string, now: Date): Promise<number> {
     const result = await this.deps.prisma.$transaction(async (tx) => {
       const [claimed] = await tx.$queryRaw<{ id: string }[]>(P.sql`

@@ -1,5 +1,6 @@
 import { type JsonInput, Prisma as P, type PrismaClient, type Schedule } from "@spool/db";
 import { decodeTimeCursor, isUuid, notFound, timeCursorOf, toPage } from "@spool/shared";
+import type { Redis } from "ioredis";
 import { TX_OPTIONS } from "../deps.js";
 import { isRegistered } from "../registry/is-registered.js";
 import { createdAfter } from "../util/keyset.js";
@@ -26,12 +27,25 @@ export interface UpdateScheduleInput {
   catchupWindowSeconds?: number;
 }
 
+/**
+ * Announced (payload: the project's id) after a schedule is created or changed: schedulers sleep
+ * until the next occurrence they know of, and look again at once.
+ */
+export const SCHEDULES_CHANNEL = "spool:schedules";
+
 /** Schedule definitions. Firing lives in fire-schedules.ts. */
 export class Schedules {
   constructor(
     private readonly prisma: PrismaClient,
     private readonly clock: () => Date = () => new Date(),
+    private readonly redis?: Pick<Redis, "publish">,
   ) {}
+
+  /** Best effort: a scheduler also looks again on its own (SPOOL_SCHEDULE_CHECK_INTERVAL_MS). */
+  private async changed(projectId: string, schedule: Schedule): Promise<Schedule> {
+    await this.redis?.publish(SCHEDULES_CHANNEL, projectId).catch(() => {});
+    return schedule;
+  }
 
   /**
    * Upsert per (workflow, key). Invalid cron or timezone: 400; unknown workflow: 404. Fields left
@@ -56,7 +70,7 @@ export class Schedules {
     const firstRunAfterNow = (timezone: string) =>
       nextOccurrence(parseCron(input.cron, timezone), this.clock());
 
-    return this.prisma.$transaction(async (tx) => {
+    const saved = await this.prisma.$transaction(async (tx) => {
       // Locked so that the timing decision below still holds at commit (PATCH writes the row too).
       const [current] = await tx.$queryRaw<{ id: string; cron: string; timezone: string }[]>(P.sql`
         SELECT id, cron, timezone FROM schedules
@@ -89,6 +103,7 @@ export class Schedules {
         },
       });
     }, TX_OPTIONS);
+    return this.changed(projectId, saved);
   }
 
   async get(projectId: string, scheduleId: string): Promise<Schedule> {
@@ -111,7 +126,7 @@ export class Schedules {
   /** Pause, resume or edit. The next occurrence is recomputed from now when timing changes. */
   async update(projectId: string, scheduleId: string, patch: UpdateScheduleInput): Promise<Schedule> {
     const { id } = await this.get(projectId, scheduleId);
-    return this.prisma.$transaction(async (tx) => {
+    const saved = await this.prisma.$transaction(async (tx) => {
       // Locked and read again: a worker re-declaring the schedule decides under the same lock, so
       // neither writes back what it read before the other's change.
       await tx.$queryRaw(P.sql`SELECT id FROM schedules WHERE id = ${id}::uuid FOR UPDATE`);
@@ -139,6 +154,7 @@ export class Schedules {
         },
       });
     }, TX_OPTIONS);
+    return this.changed(projectId, saved);
   }
 
   async remove(projectId: string, scheduleId: string): Promise<void> {

@@ -44,6 +44,25 @@ export class TriggerFiring {
     return this.fireEach(due, now);
   }
 
+  /**
+   * When the first partial batch times out: the earliest time at which the oldest waiting event of
+   * an active trigger with a batch_timeout_seconds is that old (null: no such batch is waiting). Full
+   * batches fire on the publish announcement instead.
+   */
+  async nextDue(): Promise<Date | null> {
+    // Purpose: the scheduler's next wake-up. Params: none. Locks: none. Result: one row. The first
+    // event after each cursor is the one isReady judges.
+    const [row] = await this.deps.prisma.$queryRaw<{ at: Date | null }[]>(Prisma.sql`
+      SELECT min(first.created_at + make_interval(secs => t.batch_timeout_seconds)) AS at
+        FROM event_triggers t
+        CROSS JOIN LATERAL (
+          SELECT e.created_at FROM events e
+           WHERE e.project_id = t.project_id AND e.topic = t.event_topic AND e.sequence_id > t.last_sequence_id
+           ORDER BY e.sequence_id LIMIT 1) first
+       WHERE t.status = 'active' AND t.batch_timeout_seconds IS NOT NULL`);
+    return row?.at ?? null;
+  }
+
   /** One trigger failing (e.g. a lost connection mid-batch) must not hold back the others. */
   private async fireEach(triggers: { id: string }[], now: Date): Promise<number> {
     let fired = 0;
