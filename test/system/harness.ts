@@ -99,41 +99,55 @@ export class Proc {
   }
 }
 
-/** A redis-server of the test's own, so the test may stop and restart it. */
+/**
+ * A redis-server of the test's own, so the test may stop and restart it (on `port`, or a free one).
+ * A free port picked beforehand can be taken before redis-server binds it (an outgoing connection's
+ * ephemeral port, say): redis-server then exits, and another port is tried.
+ */
 export async function startRedis(
   port?: number,
 ): Promise<{ url: string; port: number; stop(): Promise<void> }> {
-  const p = port ?? (await freePort());
-  const child = spawn(
-    "redis-server",
-    ["--port", String(p), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-    {
-      stdio: "ignore",
-    },
-  );
-  const url = `redis://127.0.0.1:${p}`;
-  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  probe.on("error", () => {});
-  for (let i = 0; ; i++) {
-    try {
-      await probe.connect();
-      await probe.ping();
-      break;
-    } catch {
-      if (i > 100) throw new Error("redis-server did not start");
-      await new Promise((r) => setTimeout(r, 50));
+  for (let attempt = 1; ; attempt++) {
+    const p = port ?? (await freePort());
+    const child = spawn(
+      "redis-server",
+      ["--port", String(p), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+      { stdio: "ignore" },
+    );
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    let gone = false;
+    void exited.then(() => (gone = true));
+    const url = `redis://127.0.0.1:${p}`;
+    const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    probe.on("error", () => {});
+    let up = false;
+    for (let i = 0; i <= 100 && !gone; i++) {
+      try {
+        await probe.connect();
+        await probe.ping();
+        up = true;
+        break;
+      } catch {
+        probe.disconnect();
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    probe.disconnect();
+    if (up) {
+      return {
+        url,
+        port: p,
+        stop: async () => {
+          child.kill("SIGKILL");
+          await exited;
+        },
+      };
+    }
+    child.kill("SIGKILL");
+    if (port !== undefined || attempt >= 5) {
+      throw new Error(`redis-server did not start on port ${p}${gone ? " (it exited: port taken?)" : ""}`);
     }
   }
-  probe.disconnect();
-  return {
-    url,
-    port: p,
-    stop: () =>
-      new Promise((resolve) => {
-        child.once("exit", () => resolve());
-        child.kill("SIGKILL");
-      }),
-  };
 }
 
 export interface SystemOptions {
