@@ -42,6 +42,15 @@ describe("GET /metrics (real api and worker processes)", () => {
   };
   const scrapeWorker = async () => (await fetch(workerMetrics)).text();
 
+  it("include each process's own: CPU, memory and event-loop lag", async () => {
+    for (const text of [await scrapeApi(), await scrapeWorker()]) {
+      expect(sample(text, "process_cpu_seconds_total")).toBeGreaterThan(0);
+      expect(sample(text, "nodejs_heap_size_used_bytes")).toBeGreaterThan(0);
+      // Sampled every 100 ms: a process up for seconds has samples, so a mean above zero.
+      expect(sample(text, "nodejs_eventloop_lag_mean_seconds")).toBeGreaterThan(0);
+    }
+  });
+
   it("is the admin key's only", async () => {
     expect((await fetch(`${api.url}/metrics`)).status).toBe(401);
     const project = await fetch(`${api.url}/metrics`, { headers: { authorization: `Bearer ${sys.apiKey}` } });

@@ -1,5 +1,6 @@
 import { createDatabase } from "@spool/db";
 import {
+  collectRuntimeMetrics,
   createPrometheusMetrics,
   DEFAULT_MAX_QUEUES_PER_PROJECT,
   Engine,
@@ -9,7 +10,7 @@ import {
 import { setMaxResultBytes } from "@spool/engine/runner";
 import { createLogger, DatabaseUrl, LogLevel, loadConfig, MaxStepResultBytes, RedisUrl } from "@spool/shared";
 import { Redis } from "ioredis";
-import { collectDefaultMetrics, Registry } from "prom-client";
+import { Registry } from "prom-client";
 import { z } from "zod";
 import { createApp, DEFAULT_LIMITS } from "./app.js";
 import { listen } from "./server.js";
@@ -59,7 +60,7 @@ redis.on("ready", () => {
 });
 // One registry for the engine's run and step metrics and the API's own, served at /metrics.
 const metricsRegistry = new Registry();
-collectDefaultMetrics({ register: metricsRegistry });
+collectRuntimeMetrics(metricsRegistry);
 const engine = new Engine({
   metrics: createPrometheusMetrics(metricsRegistry),
   prisma,

@@ -14,7 +14,7 @@ export type { StartResult } from "./execution/start-execution.js";
 export { canTransition, TRANSITIONS } from "./execution/statuses.js";
 export { createPostgresHost } from "./in-cluster/postgres-host.js";
 export { createPrometheusMetrics, type EngineMetrics, NO_METRICS } from "./metrics/metrics.js";
-export { processMetrics, serveMetrics } from "./metrics/server.js";
+export { collectRuntimeMetrics, processMetrics, serveMetrics } from "./metrics/server.js";
 export { registerStateGauges } from "./metrics/state-gauges.js";
 export { generateApiKey, hashApiKey } from "./projects/api-keys.js";
 export type { Principal } from "./projects/projects.js";
