@@ -14,13 +14,14 @@ export function generateApiKey(prefix = "sk_"): string {
   return prefix + body;
 }
 
-export const hashApiKey = (key: string): string => createHash("sha256").update(key).digest("hex");
+/** The SHA-256 of a key: what is stored (as hex), and what keys are compared by. */
+export const keyDigest = (key: string): Buffer => createHash("sha256").update(key).digest();
+
+export const hashApiKey = (key: string): string => keyDigest(key).toString("hex");
 
 /** Constant-time comparison of two keys (or hashes) via their fixed-length digests. */
 export function safeEqual(a: string, b: string): boolean {
-  const da = createHash("sha256").update(a).digest();
-  const db = createHash("sha256").update(b).digest();
-  return timingSafeEqual(da, db);
+  return timingSafeEqual(keyDigest(a), keyDigest(b));
 }
 
 export const looksLikeApiKey = (value: string): boolean => /^sk_[A-Za-z0-9_]{32,200}$/.test(value);
