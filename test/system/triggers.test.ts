@@ -264,23 +264,26 @@ describe("event-trigger batches with no periodic check", () => {
   });
   afterAll(() => sys?.stop());
 
-  it("starts on its batch_size-th event, once per batch, with exactly that batch's events", async () => {
-    const topic = `announced-${randomUUID()}`;
-    const { trigger } = await sys.client.request<{ trigger: { id: string } }>(
-      "POST",
-      "/event-triggers/register",
-      {
+  const registerOn = async (topic: string, batchSize: number, batchTimeoutSeconds: number) =>
+    (
+      await sys.client.request<{ trigger: { id: string } }>("POST", "/event-triggers/register", {
         workflow_id: "batch-consumer",
         deployment_id: "default",
         event_topic: topic,
-        batch_size: 5,
-        batch_timeout_seconds: 3600,
-      },
-    );
-    const batches = async () =>
-      (await sys.client.executions.list({ workflow_id: "batch-consumer", limit: 500 })).executions
-        .filter((e) => (e.input as BatchInput).trigger_id === trigger.id)
-        .map((e) => (e.input as BatchInput).events.map((ev) => ev.data.n).sort((a, b) => a - b));
+        batch_size: batchSize,
+        batch_timeout_seconds: batchTimeoutSeconds,
+      })
+    ).trigger;
+  /** The events (their `n`) of each batch the trigger started. */
+  const batchesOf = async (triggerId: string) =>
+    (await sys.client.executions.list({ workflow_id: "batch-consumer", limit: 500 })).executions
+      .filter((e) => (e.input as BatchInput).trigger_id === triggerId)
+      .map((e) => (e.input as BatchInput).events.map((ev) => ev.data.n).sort((a, b) => a - b));
+
+  it("starts on its batch_size-th event, once per batch, with exactly that batch's events", async () => {
+    const topic = `announced-${randomUUID()}`;
+    const trigger = await registerOn(topic, 5, 3600);
+    const batches = () => batchesOf(trigger.id);
     for (let round = 0; round < 3; round++) {
       for (let i = 0; i < 5; i++) await sys.client.events.publish(topic, { n: round * 5 + i });
       await eventually(
@@ -299,28 +302,17 @@ describe("event-trigger batches with no periodic check", () => {
   // The publish tells the scheduler a batch has begun; it sleeps until that batch times out.
   it("starts when it times out, though the scheduler never looks on its own", async () => {
     const topic = `timed-${randomUUID()}`;
-    const { trigger } = await sys.client.request<{ trigger: { id: string } }>(
-      "POST",
-      "/event-triggers/register",
-      {
-        workflow_id: "batch-consumer",
-        deployment_id: "default",
-        event_topic: topic,
-        batch_size: 100,
-        batch_timeout_seconds: 1,
-      },
-    );
+    const trigger = await registerOn(topic, 100, 1);
     await sys.client.events.publish(topic, { n: 1 });
     await sys.client.events.publish(topic, { n: 2 });
-    const [batch] = await eventually(
+    const batches = await eventually(
       async () => {
-        const { executions } = await sys.client.executions.list({ workflow_id: "batch-consumer" });
-        const found = executions.filter((e) => (e.input as BatchInput).trigger_id === trigger.id);
+        const found = await batchesOf(trigger.id);
         return found.length > 0 ? found : undefined;
       },
       20_000,
       "the timed-out batch",
     );
-    expect((batch!.input as BatchInput).events.map((e) => e.data.n)).toEqual([1, 2]);
+    expect(batches).toEqual([[1, 2]]);
   });
 });
