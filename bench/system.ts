@@ -151,6 +151,12 @@ export interface BenchSystem {
 
 /** Everything this process started, so that a failure or Ctrl-C can stop it all. */
 const started: { apps: App[]; services: Set<ServicesHandle> } = { apps: [], services: new Set() };
+// Last resort: this process dies without stopAll() (an uncaught error, say a write to a closed pipe
+// as in `npm run bench | head`). The services stop when their stdin closes; the apps would not, and
+// an orphaned system would go on loading the machine.
+process.on("exit", () => {
+  for (const app of started.apps) app.child.kill("SIGKILL");
+});
 
 /**
  * Starts `node --import tsx <entry>` (an app of this repository) with `env` over this process's
