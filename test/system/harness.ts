@@ -102,7 +102,7 @@ export class Proc {
 /**
  * A redis-server of the test's own, so the test may stop and restart it (on `port`, or a free one).
  * A free port picked beforehand can be taken before redis-server binds it (an outgoing connection's
- * ephemeral port, say): redis-server then exits, and another port is tried.
+ * ephemeral port, another test's redis-server): ours then exits, and another port is tried.
  */
 export async function startRedis(
   port?: number,
@@ -124,7 +124,9 @@ export async function startRedis(
     for (let i = 0; i <= 100 && !gone; i++) {
       try {
         await probe.connect();
-        await probe.ping();
+        // Ours, not another test's redis-server that holds the port (ours then exits).
+        const info = await probe.info("server");
+        if (Number(/process_id:(\d+)/.exec(info)?.[1]) !== child.pid) throw new Error("not ours");
         up = true;
         break;
       } catch {

@@ -5,6 +5,7 @@ import {
   OrphanedJobs,
   processMetrics,
   SCHEDULES_CHANNEL,
+  TRIGGERS_CHANNEL,
 } from "@spool/engine";
 import {
   createLogger,
@@ -29,8 +30,9 @@ const config = loadConfig(
     SPOOL_ORPHANED_JOBS_CHECK_MS: z.coerce.number().int().min(50).default(500),
     SPOOL_ORPHANED_JOB_GRACE_MS: z.coerce.number().int().min(500).default(5000),
     SPOOL_QUEUED_GRACE_MS: z.coerce.number().int().min(0).default(5000),
-    SPOOL_TRIGGER_CHECK_INTERVAL_MS: z.coerce.number().int().min(20).default(5000),
-    SPOOL_SCHEDULE_CHECK_INTERVAL_MS: z.coerce.number().int().min(20).default(10_000),
+    // At most setTimeout's longest delay: a longer one fires at once.
+    SPOOL_TRIGGER_CHECK_INTERVAL_MS: z.coerce.number().int().min(20).max(2_147_483_647).default(5000),
+    SPOOL_SCHEDULE_CHECK_INTERVAL_MS: z.coerce.number().int().min(20).max(2_147_483_647).default(10_000),
     SPOOL_CLOCK_SPEED: z.coerce.number().positive().optional(),
     SPOOL_CLOCK_EPOCH_MS: z.coerce.number().int().optional(),
     SPOOL_METRICS_PORT: MetricsPort,
@@ -118,18 +120,28 @@ const schedules = startLoop({
 loops.push(triggers, schedules);
 subscriber.on("message", (channel: string) => {
   if (channel === SCHEDULES_CHANNEL) schedules.wake();
+  else if (channel === TRIGGERS_CHANNEL) triggers.wake();
 });
 const publishes = listenForPublishes(engine, subscriber, logger, () => triggers.wake());
 logger.info({ sweep_interval_ms: config.SPOOL_SWEEP_INTERVAL_MS }, "scheduler started");
-// From then on a publish or a schedule change is seen at once; until then, at the loops' first
-// ticks or their intervals.
+// What was announced before the subscriptions took (or while Redis was away: a reconnected
+// subscriber is subscribed again, but what was sent meanwhile is gone) is looked for at once.
+const lookAgain = () => {
+  triggers.wake();
+  schedules.wake();
+};
+subscriber.on("ready", lookAgain);
+// From then on a publish or a change is seen at once.
 Promise.all([
   publishes.subscribed,
-  subscriber.subscribe(SCHEDULES_CHANNEL),
+  subscriber.subscribe(SCHEDULES_CHANNEL, TRIGGERS_CHANNEL),
   triggers.firstTick,
   schedules.firstTick,
 ]).then(
-  () => logger.info("listening for announcements"),
+  () => {
+    lookAgain();
+    logger.info("listening for announcements");
+  },
   (err: Error) => logger.warn({ err: err.message }, "subscribe failed"),
 );
 

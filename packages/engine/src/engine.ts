@@ -101,7 +101,7 @@ export class Engine {
     this.executions = new Executions(deps, this.events);
     this.sweeps = new Sweeps(deps);
     const clock = options.clock ?? (() => new Date());
-    this.triggers = new Triggers(options.prisma);
+    this.triggers = new Triggers(options.prisma, options.redis);
     this.triggerFiring = new TriggerFiring(deps);
     this.schedules = new Schedules(options.prisma, clock, options.redis);
     this.scheduleFiring = new ScheduleFiring(deps, clock);

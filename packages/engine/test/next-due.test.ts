@@ -2,6 +2,7 @@
 // instead of polling. This file's database holds only its own triggers and schedules.
 import { describe, expect, it } from "vitest";
 import { SCHEDULES_CHANNEL } from "../src/schedules/schedules.js";
+import { TRIGGERS_CHANNEL } from "../src/triggers/triggers.js";
 import { createTestEngine } from "./engine-fixture.js";
 
 const plus = (iso: string, seconds: number) => new Date(new Date(iso).getTime() + seconds * 1000);
@@ -38,6 +39,15 @@ describe("the next due time", () => {
     expect(await engine.triggerFiring.nextDue()).toEqual(plus(first!.created_at, 600));
     const [fastFirst] = await publish("fast", 1);
     expect(await engine.triggerFiring.nextDue()).toEqual(plus(fastFirst!.created_at, 30));
+
+    // A full batch is due now (a backlog fire() left, or a lost announcement), timeout or not.
+    const [untimedFirst] = await publish("untimed", 7); // 10 after the cursor: a full batch
+    expect(untimedFirst).toBeDefined();
+    expect((await engine.triggerFiring.nextDue())!.getTime()).toBeLessThanOrEqual(Date.now());
+    await prisma.eventTrigger.updateMany({
+      where: { projectId, eventTopic: "untimed" },
+      data: { status: "paused" },
+    });
 
     // A paused trigger waits for nothing; a fired batch is not waiting any more.
     await prisma.eventTrigger.updateMany({
@@ -79,17 +89,35 @@ describe("the next due time", () => {
     });
   });
 
-  it("of schedules changes when one is created or changed, and schedulers are told", async () => {
+  it("changes when a schedule or a trigger is created or changed, and schedulers are told", async () => {
     const { engine, projectId } = await createTestEngine({ clock: () => new Date("2030-01-01T00:00:30Z") });
     const listener = engine.redis.duplicate();
+    // Other test files share this Redis: only this project's announcements count.
     const heard: string[] = [];
-    listener.on("message", (channel: string, message: string) => heard.push(`${channel} ${message}`));
-    await listener.subscribe(SCHEDULES_CHANNEL);
+    listener.on("message", (channel: string, message: string) => {
+      if (message === projectId) heard.push(channel);
+    });
+    await listener.subscribe(SCHEDULES_CHANNEL, TRIGGERS_CHANNEL);
     try {
       const s = await engine.schedules.upsert(projectId, { workflowId: "wf", cron: "*/5 * * * *" });
       await engine.schedules.update(projectId, s.id, { cron: "*/10 * * * *" });
-      await expect.poll(() => heard.length).toBe(2);
-      expect(heard).toEqual([`${SCHEDULES_CHANNEL} ${projectId}`, `${SCHEDULES_CHANNEL} ${projectId}`]);
+      const t = await engine.triggers.register(projectId, {
+        workflowId: "wf",
+        deploymentId: "d1",
+        eventTopic: "told",
+        batchSize: 5,
+        batchTimeoutSeconds: 60,
+      });
+      await engine.triggers.setStatus(projectId, t.id, "paused");
+      await engine.triggers.setStatus(projectId, t.id, "active");
+      await expect.poll(() => heard.length).toBe(5);
+      expect(heard).toEqual([
+        SCHEDULES_CHANNEL,
+        SCHEDULES_CHANNEL,
+        TRIGGERS_CHANNEL,
+        TRIGGERS_CHANNEL,
+        TRIGGERS_CHANNEL,
+      ]);
     } finally {
       listener.disconnect();
     }

@@ -45,21 +45,29 @@ export class TriggerFiring {
   }
 
   /**
-   * When the first partial batch times out: the earliest time at which the oldest waiting event of
-   * an active trigger with a batch_timeout_seconds is that old (null: no such batch is waiting). Full
-   * batches fire on the publish announcement instead.
+   * When fireDue next has a batch to fire: now, when a trigger has a full batch waiting (a backlog
+   * fire() left, as it fires at most MAX_BATCHES_PER_CALL at once, or one whose announcement was
+   * lost); otherwise the earliest time at which the first waiting event of a trigger with a
+   * batch_timeout_seconds is that old; null when neither waits.
    */
   async nextDue(): Promise<Date | null> {
-    // Purpose: the scheduler's next wake-up. Params: none. Locks: none. Result: one row. The first
-    // event after each cursor is the one isReady judges.
+    // Purpose: the scheduler's next wake-up. Params: none. Locks: none. Result: one row. The same
+    // conditions as fireDue's; the first event after each cursor is the one isReady judges.
     const [row] = await this.deps.prisma.$queryRaw<{ at: Date | null }[]>(Prisma.sql`
-      SELECT min(first.created_at + make_interval(secs => t.batch_timeout_seconds)) AS at
+      SELECT min(CASE
+          WHEN (SELECT count(*) FROM (
+                  SELECT 1 FROM events e
+                   WHERE e.project_id = t.project_id AND e.topic = t.event_topic
+                     AND e.sequence_id > t.last_sequence_id
+                   LIMIT t.batch_size) pending) >= t.batch_size THEN now()
+          WHEN t.batch_timeout_seconds IS NOT NULL THEN (
+                  SELECT e.created_at FROM events e
+                   WHERE e.project_id = t.project_id AND e.topic = t.event_topic
+                     AND e.sequence_id > t.last_sequence_id
+                   ORDER BY e.sequence_id LIMIT 1) + make_interval(secs => t.batch_timeout_seconds)
+        END) AS at
         FROM event_triggers t
-        CROSS JOIN LATERAL (
-          SELECT e.created_at FROM events e
-           WHERE e.project_id = t.project_id AND e.topic = t.event_topic AND e.sequence_id > t.last_sequence_id
-           ORDER BY e.sequence_id LIMIT 1) first
-       WHERE t.status = 'active' AND t.batch_timeout_seconds IS NOT NULL`);
+       WHERE t.status = 'active'`);
     return row?.at ?? null;
   }
 

@@ -8,6 +8,7 @@ import {
   timeCursorOf,
   toPage,
 } from "@spool/shared";
+import type { Redis } from "ioredis";
 import { isRegistered } from "../registry/is-registered.js";
 import { createdAfter } from "../util/keyset.js";
 
@@ -20,9 +21,24 @@ export interface RegisterTriggerInput {
   queueName?: string | null;
 }
 
+/**
+ * Announced (payload: the project's id) after a trigger is registered, resumed or paused: a resumed
+ * trigger may have a backlog to fire at once, a new timeout a batch due sooner.
+ */
+export const TRIGGERS_CHANNEL = "spool:triggers";
+
 /** Registration and reading of event triggers. Firing lives in fire-triggers.ts. */
 export class Triggers {
-  constructor(private readonly prisma: PrismaClient) {}
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly redis?: Pick<Redis, "publish">,
+  ) {}
+
+  /** Best effort: a scheduler also looks again on its own (SPOOL_TRIGGER_CHECK_INTERVAL_MS). */
+  private async changed(projectId: string, trigger: EventTrigger): Promise<EventTrigger> {
+    await this.redis?.publish(TRIGGERS_CHANNEL, projectId).catch(() => {});
+    return trigger;
+  }
 
   /**
    * Upserts the trigger of (workflow, topic). A new trigger starts at the project's current event
@@ -61,12 +77,12 @@ export class Triggers {
     });
     // Registered again, a trigger paused because nothing served its workflow resumes; one paused
     // through the API stays paused (every worker start registers what its code declares).
-    if (trigger.status === "active" || trigger.pausedByUser) return trigger;
+    if (trigger.status === "active" || trigger.pausedByUser) return this.changed(projectId, trigger);
     const [resumed] = await this.prisma.eventTrigger.updateManyAndReturn({
       where: { ...key, status: "paused", pausedByUser: false },
       data: { status: "active" },
     });
-    return resumed ?? trigger;
+    return this.changed(projectId, resumed ?? trigger);
   }
 
   /**
@@ -87,10 +103,11 @@ export class Triggers {
         );
       }
     }
-    return this.prisma.eventTrigger.update({
+    const updated = await this.prisma.eventTrigger.update({
       where: { id: trigger.id },
       data: { status, pausedByUser: status === "paused" },
     });
+    return this.changed(projectId, updated);
   }
 
   async list(projectId: string, page: { limit: number; cursor?: string }) {
