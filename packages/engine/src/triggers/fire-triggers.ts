@@ -7,6 +7,23 @@ import { isRegistered } from "../registry/is-registered.js";
 /** Most batches one trigger fires per call: a long backlog lets the other triggers have their turn. */
 const MAX_BATCHES_PER_CALL = 50;
 
+// When trigger t's next batch is ready, as isReady judges it: `now` when batch_size events wait
+// after its cursor; else the first of them (by sequence) plus batch_timeout_seconds; null when no
+// batch can be ready (no event waits, or fewer than batch_size and no timeout).
+const batchDueAt = (now: Prisma.Sql) => Prisma.sql`
+  CASE
+    WHEN (SELECT count(*) FROM (
+            SELECT 1 FROM events e
+             WHERE e.project_id = t.project_id AND e.topic = t.event_topic
+               AND e.sequence_id > t.last_sequence_id
+             LIMIT t.batch_size) pending) >= t.batch_size THEN ${now}
+    WHEN t.batch_timeout_seconds IS NOT NULL THEN (
+            SELECT e.created_at FROM events e
+             WHERE e.project_id = t.project_id AND e.topic = t.event_topic
+               AND e.sequence_id > t.last_sequence_id
+             ORDER BY e.sequence_id LIMIT 1) + make_interval(secs => t.batch_timeout_seconds)
+  END`;
+
 /**
  * Fires event-trigger batches. Every batch claims the trigger row (FOR UPDATE SKIP LOCKED), starts
  * its run and advances the trigger's cursor in one transaction of its own: each event lands in
@@ -25,49 +42,25 @@ export class TriggerFiring {
     return this.fireEach(triggers, now);
   }
 
-  /** Triggers with a full batch waiting, or a partial one whose oldest event timed out. */
+  /** Triggers with a full batch waiting, or a partial one whose first event timed out. */
   async fireDue(now = new Date()): Promise<number> {
     // Purpose: find triggers that can fire now. Params: now. Locks: none (fire() claims).
-    // Result: trigger ids. A full batch: batch_size events after the cursor; a timed-out one: the
-    // first event after the cursor is older than batch_timeout_seconds.
+    // Result: trigger ids.
     const due = await this.deps.prisma.$queryRaw<{ id: string }[]>(Prisma.sql`
       SELECT t.id FROM event_triggers t
-      WHERE t.status = 'active' AND (
-        (SELECT count(*) FROM (
-            SELECT 1 FROM events e
-            WHERE e.project_id = t.project_id AND e.topic = t.event_topic AND e.sequence_id > t.last_sequence_id
-            LIMIT t.batch_size) pending) >= t.batch_size
-        OR (t.batch_timeout_seconds IS NOT NULL AND EXISTS (
-            SELECT 1 FROM events e
-            WHERE e.project_id = t.project_id AND e.topic = t.event_topic AND e.sequence_id > t.last_sequence_id
-              AND e.created_at <= ${now}::timestamptz - make_interval(secs => t.batch_timeout_seconds))))`);
+       WHERE t.status = 'active' AND ${batchDueAt(Prisma.sql`${now}::timestamptz`)} <= ${now}::timestamptz`);
     return this.fireEach(due, now);
   }
 
   /**
-   * When fireDue next has a batch to fire: now, when a trigger has a full batch waiting (a backlog
-   * fire() left, as it fires at most MAX_BATCHES_PER_CALL at once, or one whose announcement was
-   * lost); otherwise the earliest time at which the first waiting event of a trigger with a
-   * batch_timeout_seconds is that old; null when neither waits.
+   * When fireDue next has a batch to fire: now for a full batch waiting (a backlog fire() left, as
+   * it fires at most MAX_BATCHES_PER_CALL at once, or one whose announcement was lost); otherwise
+   * when the first partial batch times out; null when no batch waits.
    */
   async nextDue(): Promise<Date | null> {
-    // Purpose: the scheduler's next wake-up. Params: none. Locks: none. Result: one row. The same
-    // conditions as fireDue's; the first event after each cursor is the one isReady judges.
+    // Purpose: the scheduler's next wake-up. Params: none. Locks: none. Result: one row.
     const [row] = await this.deps.prisma.$queryRaw<{ at: Date | null }[]>(Prisma.sql`
-      SELECT min(CASE
-          WHEN (SELECT count(*) FROM (
-                  SELECT 1 FROM events e
-                   WHERE e.project_id = t.project_id AND e.topic = t.event_topic
-                     AND e.sequence_id > t.last_sequence_id
-                   LIMIT t.batch_size) pending) >= t.batch_size THEN now()
-          WHEN t.batch_timeout_seconds IS NOT NULL THEN (
-                  SELECT e.created_at FROM events e
-                   WHERE e.project_id = t.project_id AND e.topic = t.event_topic
-                     AND e.sequence_id > t.last_sequence_id
-                   ORDER BY e.sequence_id LIMIT 1) + make_interval(secs => t.batch_timeout_seconds)
-        END) AS at
-        FROM event_triggers t
-       WHERE t.status = 'active'`);
+      SELECT min(${batchDueAt(Prisma.sql`now()`)}) AS at FROM event_triggers t WHERE t.status = 'active'`);
     return row?.at ?? null;
   }
 
