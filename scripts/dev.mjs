@@ -7,6 +7,7 @@
 //  3. Builds the dashboard when its sources changed (the API serves it at /).
 //     Starts the API, waits for /api/v1/health, then makes sure a "default" project and a project API key
 //     exist (reused from <data dir>/dev.json across runs), then starts the worker and the scheduler.
+//     dev.json's `ready` is true from the worker's registration (the banner) until dev stops.
 //  4. Once up, an app that dies is restarted (backoff 1 s doubling to 30 s); the others keep running.
 //  5. Ctrl-C / SIGTERM stops everything in order: apps first (SIGTERM, SIGKILL after 10 s), then services.
 import { spawn } from "node:child_process";
@@ -76,6 +77,8 @@ function shutdown(code, reason) {
   shuttingDown = true;
   if (reason) log(reason);
   shutdownPromise = (async () => {
+    // A script that reads dev.json must not take a stopping instance for a running one.
+    if (readyWritten) markReady(false);
     // Apps first (they need the services to drain), then the services.
     await Promise.allSettled([...children].map(([name, child]) => stopChild(name, child)));
     if (servicesStarting) {
@@ -123,6 +126,19 @@ function readDevJson() {
   } catch (err) {
     log(`ignoring unreadable ${devJsonPath}: ${err instanceof Error ? err.message : err}`);
     return {};
+  }
+}
+
+// Whether dev.json says ready: true now (only then does shutting down need to say otherwise).
+let readyWritten = false;
+
+/** Sets dev.json's `ready`: true once the worker has registered, false while starting or stopping. */
+function markReady(ready) {
+  try {
+    writeDevJson({ ...readDevJson(), ready });
+    readyWritten = ready;
+  } catch (err) {
+    log(`could not update ${devJsonPath}: ${err instanceof Error ? err.message : err}`);
   }
 }
 
@@ -375,6 +391,7 @@ async function main() {
     admin_key: adminKey,
     database_url: databaseUrl,
     redis_url: redisUrl,
+    ready: false,
   });
 
   // 4. Dashboard (served by the API at /), built when its sources changed
@@ -399,6 +416,7 @@ async function main() {
     // To look inside with psql or redis-cli.
     database_url: databaseUrl,
     redis_url: redisUrl,
+    ready: false,
   });
   if (shuttingDown) return;
 
@@ -411,6 +429,8 @@ async function main() {
   if (shuttingDown) return;
 
   supervising = true;
+  // After the worker's registration: a script that waits for `ready` finds the examples served.
+  markReady(true);
   banner({ projectId, apiKey, adminKey, databaseUrl, redisUrl });
 }
 

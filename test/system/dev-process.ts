@@ -17,6 +17,8 @@ export interface DevJson {
   admin_key: string;
   database_url: string;
   redis_url: string;
+  /** True once the worker has registered (the banner); false while dev starts or stops. */
+  ready: boolean;
 }
 
 export interface DevProcess {

@@ -17,6 +17,8 @@ describe("npm run dev", () => {
     });
     started.push(dev);
     const saved = dev.devJson();
+    // Written after the worker registered, so a script waiting for it finds the examples served.
+    expect(saved.ready).toBe(true);
     const headers = { authorization: `Bearer ${saved.api_key}`, "x-project-id": saved.project_id };
     const online = async () =>
       (
@@ -70,6 +72,8 @@ describe("npm run dev", () => {
         60_000,
         `every process dev started to exit:\n${dev.output().slice(-2000)}`,
       );
+      // A script reading dev.json now does not take the stopped instance for a running one.
+      expect(dev.devJson().ready).toBe(false);
     } finally {
       // What is still running (the test failed): orphans included, they are no longer below npm.
       for (const pid of new Set([...processes, ...descendantsOf(npmPid)])) {
