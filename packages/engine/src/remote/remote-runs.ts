@@ -5,7 +5,7 @@ import { type Claim, claimOf } from "../execution/claim.js";
 import type { Executions } from "../execution/executions.js";
 import { eventCursorOf, storeStep } from "../execution/journal-store.js";
 import { nextSeq } from "../execution/next-seq.js";
-import type { PushedRuns } from "../push/pushed-runs.js";
+import { PushedRuns } from "../push/pushed-runs.js";
 import {
   ExecutionAbortedError,
   type NewStepResult,
@@ -58,6 +58,12 @@ const REMOTE_STEPS = `SELECT ${STEP_RESULT_FIELDS} FROM step_results WHERE execu
 const REMOTE_WAITS = `SELECT step_key AS "stepKey", seq, kind, wake_at AS "wakeAt" FROM waits
   WHERE execution_id = $1 AND status = 'pending'`;
 
+/**
+ * The most runs a process remembers from identifying them for their push worker. With several API
+ * replicas most of a run's calls reach one that did not push it; only the first of them reads it.
+ */
+const IDENTIFIED_RUNS_MAX = 1000;
+
 /** A claim no run holds: a write under it stores a completed result and is then refused. */
 const FENCED: Claim = { dispatchSeq: -1, lease: -1 };
 
@@ -97,6 +103,9 @@ const tooLarge = (err: ResultTooLargeError, stepKey?: string) =>
  * changes nothing (a completed step result is still kept: the next worker adopts it).
  */
 export class RemoteRuns {
+  /** Runs identified here for a caller proving their exact claim (see asCaller). */
+  private readonly identified = new PushedRuns(IDENTIFIED_RUNS_MAX);
+
   constructor(
     private readonly deps: EngineDeps,
     private readonly executions: Executions,
@@ -151,18 +160,24 @@ export class RemoteRuns {
 
   /** Parks the run on its waits: the protocol's one wait, or (Spool's SDK) all a replay parked on. */
   park(projectId: string, executionId: string, caller: RemoteCaller, wait: ProtocolWait | NewWait[]) {
-    return this.asCaller(projectId, executionId, caller, async ({ execution, claim }, refuse) => {
-      const keys = Array.isArray(wait) ? wait.map((w) => w.stepKey) : [wait.stepKey];
-      if (!claim) {
-        // The same call made again after its answer was lost: the run is parked on these steps already.
-        if (await this.parkedOn(execution, keys)) return execution;
-        throw refuse(execution);
-      }
-      const waits = Array.isArray(wait) ? wait : [await toNewWait(this.deps, execution, wait)];
-      const parked = await this.executions.block({ executionId, claim, waits });
-      if (!parked) throw refuse(execution);
-      return parked;
-    });
+    return this.asCaller(
+      projectId,
+      executionId,
+      caller,
+      async ({ execution, claim }, refuse) => {
+        const keys = Array.isArray(wait) ? wait.map((w) => w.stepKey) : [wait.stepKey];
+        if (!claim) {
+          // The same call made again after its answer was lost: the run is parked on these steps already.
+          if (await this.parkedOn(execution, keys)) return execution;
+          throw refuse(execution);
+        }
+        const waits = Array.isArray(wait) ? wait : [await toNewWait(this.deps, execution, wait)];
+        const parked = await this.executions.block({ executionId, claim, waits });
+        if (!parked) throw refuse(execution);
+        return parked;
+      },
+      { endsTurn: true },
+    );
   }
 
   /**
@@ -180,8 +195,12 @@ export class RemoteRuns {
     lastStep?: StepWrite,
     spansStored: string[] = [],
   ) {
-    return this.asCaller(projectId, executionId, caller, (who, refuse) =>
-      this.completeAs(who, refuse, result, steps, lastStep, spansStored),
+    return this.asCaller(
+      projectId,
+      executionId,
+      caller,
+      (who, refuse) => this.completeAs(who, refuse, result, steps, lastStep, spansStored),
+      { endsTurn: true },
     );
   }
 
@@ -249,16 +268,22 @@ export class RemoteRuns {
     caller: RemoteCaller,
     args: { error: SerializedError; retryable: boolean; maxRetries: number },
   ) {
-    return this.asCaller(projectId, executionId, caller, async ({ execution, claim }, refuse) => {
-      const failed = await this.executions.fail({
-        executionId,
-        claim: claim ?? FENCED,
-        error: args.error,
-        retry: { retryable: args.retryable, maxRetries: args.maxRetries },
-      });
-      if (!failed) throw refuse(execution);
-      return failed;
-    });
+    return this.asCaller(
+      projectId,
+      executionId,
+      caller,
+      async ({ execution, claim }, refuse) => {
+        const failed = await this.executions.fail({
+          executionId,
+          claim: claim ?? FENCED,
+          error: args.error,
+          retry: { retryable: args.retryable, maxRetries: args.maxRetries },
+        });
+        if (!failed) throw refuse(execution);
+        return failed;
+      },
+      { endsTurn: true },
+    );
   }
 
   /**
@@ -293,7 +318,10 @@ export class RemoteRuns {
 
   /** Spans of steps the worker ran, written exactly as an in-cluster worker's are. */
   async recordStepSpans(projectId: string, executionId: string, caller: RemoteCaller, records: StepRecord[]) {
-    const { execution, claim } = await this.identify(projectId, executionId, caller);
+    const started = this.knownStart(projectId, executionId, caller);
+    const { execution, claim } = started
+      ? { execution: started, claim: claimOf(started) }
+      : await this.identifyAndRemember(projectId, executionId, caller);
     if (!claim) throw notYours(execution);
     await this.deps.traces.recordSteps(execution, records);
   }
@@ -323,25 +351,53 @@ export class RemoteRuns {
 
   /**
    * A write verb as the caller: when it proves the exact claim of a run this process pushed to it,
-   * first from that run as started, without reading it (the verb's own statement checks the claim);
-   * then, or when that found the run moved on (`refuse`), from the run as stored. Each verb is safe
-   * to repeat after such a refusal: a step result it stored is found again, first write wins.
+   * or identified for it before, first from that run as known, without reading it (the verb's own
+   * statement checks the claim); then, or when that found the run moved on (`refuse`), from the run
+   * as stored. Each verb is safe to repeat after such a refusal: a step result it stored is found
+   * again, first write wins.
    */
   private async asCaller<T>(
     projectId: string,
     executionId: string,
     caller: RemoteCaller,
     act: (who: Identity, refuse: (e: Execution) => Error) => Promise<T>,
+    o: { endsTurn?: boolean } = {},
   ): Promise<T> {
-    const started = caller.claim ? this.pushed.find(projectId, executionId, caller.claim) : undefined;
+    const started = this.knownStart(projectId, executionId, caller);
     if (started) {
       try {
-        return await act({ execution: started, claim: claimOf(started) }, () => new MovedOn());
+        const done = await act({ execution: started, claim: claimOf(started) }, () => new MovedOn());
+        // The run's turn on its worker is over: its next start has a claim of its own.
+        if (o.endsTurn) this.identified.remove(started);
+        return done;
       } catch (err) {
         if (!(err instanceof MovedOn)) throw err;
+        this.identified.remove(started);
       }
     }
-    return act(await this.identify(projectId, executionId, caller), notYours);
+    const who = await this.identifyAndRemember(projectId, executionId, caller);
+    const done = await act(who, notYours);
+    if (o.endsTurn) this.identified.remove(who.execution);
+    return done;
+  }
+
+  /** The run as this process knows it under the caller's exact claim, pushed from here or identified. */
+  private knownStart(projectId: string, executionId: string, caller: RemoteCaller): Execution | undefined {
+    if (!caller.claim) return undefined;
+    return (
+      this.pushed.find(projectId, executionId, caller.claim) ??
+      this.identified.find(projectId, executionId, caller.claim)
+    );
+  }
+
+  /**
+   * identify(), remembering a run the caller proved its exact claim on: one start's claim names one
+   * holder, checked here once, so the caller's later calls under it need no read.
+   */
+  private async identifyAndRemember(projectId: string, executionId: string, caller: RemoteCaller) {
+    const who = await this.identify(projectId, executionId, caller);
+    if (who.claim && caller.claim) this.identified.add(who.execution);
+    return who;
   }
 
   /**
