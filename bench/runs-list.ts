@@ -19,7 +19,6 @@ import { summarize } from "./stats.js";
 import {
   benchServices,
   createProject,
-  freePort,
   launch,
   setLogTag,
   stopAllAndExit,
@@ -213,19 +212,21 @@ async function main() {
   const loadBefore = loadavg();
   const { databaseUrl, redisUrl } = await benchServices({ durable: true });
 
-  const port = await freePort();
-  const apiUrl = `http://127.0.0.1:${port}`;
   const adminKey = `sk_admin_bench_${randomBytes(24).toString("hex")}`;
-  log(`starting the api on ${apiUrl}`);
+  log("starting the api");
+  // PORT=0: the OS picks the port as the API binds, and its log line says which (a port picked
+  // before the process starts could be taken meanwhile).
   const apiApp = launch("api", "apps/api/src/main.ts", {
     DATABASE_URL: databaseUrl,
     REDIS_URL: redisUrl,
     SPOOL_LOG_LEVEL: "info",
-    PORT: String(port),
+    PORT: "0",
     HOST: "127.0.0.1",
     SPOOL_ADMIN_KEY: adminKey,
   });
-  await apiApp.waitForMsg("api listening");
+  const { port } = await apiApp.waitForMsg("api listening");
+  const apiUrl = `http://127.0.0.1:${Number(port)}`;
+  log(`api on ${apiUrl}`);
   const { projectId, apiKey } = await createProject(apiUrl, adminKey, `runs-list-${Date.now()}`);
   const api: Api = {
     url: apiUrl,
