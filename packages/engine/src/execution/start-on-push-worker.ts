@@ -87,8 +87,9 @@ const TAKE_FOR_PUSH = `
 const WORKER_PREFIX = "worker.";
 
 // Purpose: a job's queued run → running on the least loaded push worker with room, in one statement
-// that reads nothing first and never waits: the worker and the run are locked (SKIP LOCKED) by the
-// same statement, so the worker's running runs are counted in the statement's snapshot. A start on
+// that reads nothing first: the worker and the run are locked by the same statement (SKIP LOCKED:
+// never waiting, another worker taken instead; or, `waiting`, behind a concurrent start's commit),
+// so the worker's running runs are counted in the statement's snapshot. A start on
 // the same worker that committed between that snapshot and the lock (another replica's, or this
 // process's exact path) is not in that count, but it moved the worker's push_starts on, and the
 // locked row is its latest version: the starts since the snapshot are added to the count, so a
@@ -97,12 +98,12 @@ const WORKER_PREFIX = "worker.";
 // statement of its own). Params: execution, dispatch seq, now. Locks: the worker's row, the
 // execution row. Result: the started row, its journal and the worker (WORKER_PREFIX), or none (the
 // run is not queued under this dispatch or is locked, no unlocked worker with room, a limited lane).
-const START_QUEUED_ON_PUSH_WORKER = `
+const startQueued = (waiting: boolean) => `
   WITH chosen AS (
     SELECT ${workerFields("w", WORKER_PREFIX)} FROM workers w, executions r
      WHERE r.id = $1::uuid AND r.dispatch_seq = $2 AND r.status = 'queued'
        AND ${pushWorkerFor("r.project_id", "r.workflow_id")}
-     FOR UPDATE OF w, r SKIP LOCKED),
+     FOR UPDATE OF w, r${waiting ? "" : " SKIP LOCKED"}),
   taken AS (
     UPDATE executions e ${takeOnPushWorker(`chosen."${WORKER_PREFIX}id"`, "$3")}
       FROM chosen
@@ -115,6 +116,8 @@ const START_QUEUED_ON_PUSH_WORKER = `
     RETURNING ${executionFields("e")}),
   counted AS (${countStartOn(`(SELECT "${WORKER_PREFIX}id" FROM chosen)`, "EXISTS (SELECT 1 FROM taken)")})
   SELECT taken.*, chosen.*, ${journalColumns("$1::uuid")} FROM taken, chosen`;
+const START_QUEUED_ON_PUSH_WORKER = startQueued(false);
+const START_QUEUED_ON_PUSH_WORKER_WAITING = startQueued(true);
 
 type StartedOnPushWorker = { execution: Execution; worker: Worker; journal: JournalRows };
 type StartedRow = Execution & { journalSteps: JournalRows["steps"]; journalWaits: RawWait[] };
@@ -122,16 +125,19 @@ type StartedRow = Execution & { journalSteps: JournalRows["steps"]; journalWaits
 /**
  * The first try of a run job: its run, still queued under the job's dispatch, starts on the least
  * loaded push worker with room in one round trip, with its journal. Null otherwise (the run moved on
- * or is held, every worker is full, locked by another start, or paused, a limited lane):
- * startOnPushWorker, after reading the run, decides then.
+ * or is held, every worker is full, locked by another start (unless `waiting`), or paused, a
+ * limited lane): startOnPushWorker, after reading the run, decides then. `waiting`: behind the
+ * commit of a start that holds the worker's row, then counted with it (another API replica's,
+ * whose starts on a shared push worker would otherwise make this one take the slower path).
  */
 export async function startQueuedOnPushWorker(
   pool: pg.Pool,
   job: { executionId: string; dispatchSeq: number },
+  o: { waiting?: boolean } = {},
 ): Promise<StartedOnPushWorker | null> {
   const { rows } = await pool.query<StartedRow>({
-    name: "spool_start_queued_on_push_worker",
-    text: START_QUEUED_ON_PUSH_WORKER,
+    name: o.waiting ? "spool_start_queued_on_push_worker_waiting" : "spool_start_queued_on_push_worker",
+    text: o.waiting ? START_QUEUED_ON_PUSH_WORKER_WAITING : START_QUEUED_ON_PUSH_WORKER,
     values: [job.executionId, job.dispatchSeq, new Date()],
   });
   const row = rows[0];

@@ -171,9 +171,7 @@ export class PushDispatcher {
       // The common case, the job's run still queued and a push worker with room, starts in one
       // statement; anything else reads the run first.
       const quick =
-        round === 0
-          ? await this.quickStarts.run(data.projectId, () => startQueuedOnPushWorker(this.engine.pool, data))
-          : null;
+        round === 0 ? await this.quickStarts.run(data.projectId, () => this.quickStart(data)) : null;
       const started = quick ? ({ status: "started", ...quick } as const) : await this.startAfterRead(data);
       if (started.status === "stale" || started.status === "adopted") return started.status;
       // Its lane's partition is full: the run that frees a slot dispatches it again.
@@ -238,6 +236,21 @@ export class PushDispatcher {
         return "stale";
       }
     }
+  }
+
+  /**
+   * The one-statement start, and for a new root run on a lane without a limit (`first`, what most
+   * jobs are) a second one that waits for the worker's row: with several API replicas pushing to
+   * the same worker, the first often finds it locked by another replica's start. The slower path it
+   * would take instead holds that row for a whole transaction, and every other start then queues
+   * behind it (measured: lock waits of 85 ms on average, and each API's starts in that path).
+   */
+  private async quickStart(data: Extract<JobData, { kind: "run" }>) {
+    const pool = this.engine.pool;
+    return (
+      (await startQueuedOnPushWorker(pool, data)) ??
+      (data.first ? await startQueuedOnPushWorker(pool, data, { waiting: true }) : null)
+    );
   }
 
   /**

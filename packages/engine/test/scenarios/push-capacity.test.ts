@@ -55,6 +55,42 @@ describe("starts on a push worker from two processes at once", () => {
     }
   });
 
+  it("the start that waits for the worker's row takes the room a concurrent start left, and no more", async () => {
+    const test = await createTestEngine();
+    const { engine, prisma } = test;
+    const other = createDatabase({ databaseUrl: await databaseOfThisFile(), maxConnections: 2 });
+    afterAll(async () => {
+      await other.prisma.$disconnect();
+      await other.pool.end();
+    });
+    const { worker, queued } = await pushWorkerWith(test, 2);
+    const running = () => prisma.execution.count({ where: { workerId: worker.id, status: "running" } });
+
+    for (let round = 0; round < 50; round++) {
+      // Room for both: the one that finds the worker's row locked waits for it instead of giving up.
+      const [a, b] = [(await queued()).id, (await queued()).id];
+      const both = await Promise.all([
+        startQueuedOnPushWorker(engine.pool, { executionId: a, dispatchSeq: 0 }, { waiting: true }),
+        startQueuedOnPushWorker(other.pool, { executionId: b, dispatchSeq: 0 }, { waiting: true }),
+      ]);
+      expect(both.filter(Boolean)).toHaveLength(2);
+      expect(await running()).toBe(2);
+      // Room for one: the one that waited counts the other's start and leaves its run queued.
+      await prisma.execution.update({ where: { id: a }, data: { status: "cancelled", workerId: null } });
+      const [c, d] = [(await queued()).id, (await queued()).id];
+      const one = await Promise.all([
+        startQueuedOnPushWorker(engine.pool, { executionId: c, dispatchSeq: 0 }, { waiting: true }),
+        startQueuedOnPushWorker(other.pool, { executionId: d, dispatchSeq: 0 }, { waiting: true }),
+      ]);
+      expect(one.filter(Boolean)).toHaveLength(1);
+      expect(await running()).toBe(2);
+      await prisma.execution.updateMany({
+        where: { id: { in: [b, c, d] } },
+        data: { status: "cancelled", workerId: null },
+      });
+    }
+  });
+
   it("every way of starting a run on a push worker moves its push_starts on", async () => {
     const test = await createTestEngine();
     const { engine, prisma, projectId } = test;
