@@ -25,17 +25,22 @@ async function pushWorkerWith({ engine, prisma, projectId }: TestEngine, max: nu
   return { worker, queued };
 }
 
+/** This process's engine and another replica's connections to the same database, and the worker. */
+async function twoReplicasAndWorkerWith(max: number) {
+  const test = await createTestEngine();
+  const other = createDatabase({ databaseUrl: await databaseOfThisFile(), maxConnections: 2 });
+  afterAll(async () => {
+    await other.prisma.$disconnect();
+    await other.pool.end();
+  });
+  const { worker, queued } = await pushWorkerWith(test, max);
+  const running = () => test.prisma.execution.count({ where: { workerId: worker.id, status: "running" } });
+  return { ...test, other, worker, queued, running };
+}
+
 describe("starts on a push worker from two processes at once", () => {
   it("never take the worker past its max_concurrent_executions", async () => {
-    const test = await createTestEngine();
-    const { engine, prisma } = test;
-    // The other replica: its own connections to the same database.
-    const other = createDatabase({ databaseUrl: await databaseOfThisFile(), maxConnections: 2 });
-    afterAll(async () => {
-      await other.prisma.$disconnect();
-      await other.pool.end();
-    });
-    const { worker, queued } = await pushWorkerWith(test, 1);
+    const { engine, prisma, other, queued, running } = await twoReplicasAndWorkerWith(1);
 
     for (let round = 0; round < 100; round++) {
       const [a, b] = [(await queued()).id, (await queued()).id];
@@ -46,7 +51,7 @@ describe("starts on a push worker from two processes at once", () => {
       // One of them takes the one slot; the other finds it taken (or the worker locked) and leaves
       // its run queued for the caller's slower path, which counts again under the worker's lock.
       expect(started.filter(Boolean)).toHaveLength(1);
-      expect(await prisma.execution.count({ where: { workerId: worker.id, status: "running" } })).toBe(1);
+      expect(await running()).toBe(1);
       // The slot frees for the next round, as a run that ends frees it.
       await prisma.execution.updateMany({
         where: { id: { in: [a, b] } },
@@ -56,15 +61,7 @@ describe("starts on a push worker from two processes at once", () => {
   });
 
   it("the start that waits for the worker's row takes the room a concurrent start left, and no more", async () => {
-    const test = await createTestEngine();
-    const { engine, prisma } = test;
-    const other = createDatabase({ databaseUrl: await databaseOfThisFile(), maxConnections: 2 });
-    afterAll(async () => {
-      await other.prisma.$disconnect();
-      await other.pool.end();
-    });
-    const { worker, queued } = await pushWorkerWith(test, 2);
-    const running = () => prisma.execution.count({ where: { workerId: worker.id, status: "running" } });
+    const { engine, prisma, other, queued, running } = await twoReplicasAndWorkerWith(2);
 
     for (let round = 0; round < 50; round++) {
       // Room for both: the one that finds the worker's row locked waits for it instead of giving up.
