@@ -75,6 +75,11 @@ describe("a push worker whose calls reach an API replica that did not push its r
     await eventually(async () =>
       raw.cancels.some((c) => c.executionId === execution_id) ? true : undefined,
     );
+    const at = new Date().toISOString();
+    const spans = await asPushedWorker("step-spans", {
+      steps: [{ step_key: "c", kind: "run", status: "failed", attempts: 1, started_at: at, ended_at: at }],
+    });
+    expect(spans.status).toBe(409);
     const late = await asPushedWorker("steps", {
       step_key: "c",
       outputs: 3,

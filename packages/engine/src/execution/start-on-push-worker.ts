@@ -123,28 +123,73 @@ type StartedOnPushWorker = { execution: Execution; worker: Worker; journal: Jour
 type StartedRow = Execution & { journalSteps: JournalRows["steps"]; journalWaits: RawWait[] };
 
 /**
+ * The longest the waiting start waits for the rows it locks. Another start holds the worker's row
+ * for one commit; a transaction of the exact path, or anything slower, is left to that path.
+ */
+const WAITING_START_LOCK_TIMEOUT = "100ms";
+/** SQLSTATEs of a lock wait lock_timeout cut short, and of a deadlock Postgres broke. */
+const GAVE_UP_WAITING = new Set(["55P03", "40P01"]);
+
+/**
  * The first try of a run job: its run, still queued under the job's dispatch, starts on the least
  * loaded push worker with room in one round trip, with its journal. Null otherwise (the run moved on
- * or is held, every worker is full, locked by another start (unless `waiting`), or paused, a
- * limited lane): startOnPushWorker, after reading the run, decides then. `waiting`: behind the
- * commit of a start that holds the worker's row, then counted with it (another API replica's,
- * whose starts on a shared push worker would otherwise make this one take the slower path).
+ * or is held, every worker is full, locked by another start, or paused, a limited lane):
+ * startOnPushWorker, after reading the run, decides then.
+ *
+ * `waiting`: the same statement waits for the rows instead of skipping them, behind the commit of a
+ * start that holds the worker's row (another API replica's, on a push worker they share), and counts
+ * that start too. It is sent alone, not in a group (a wait there would hold up the group's other
+ * statements), and gives up after WAITING_START_LOCK_TIMEOUT or a deadlock (null): three round
+ * trips, for what would otherwise take the exact path's transaction.
  */
 export async function startQueuedOnPushWorker(
   pool: pg.Pool,
   job: { executionId: string; dispatchSeq: number },
   o: { waiting?: boolean } = {},
 ): Promise<StartedOnPushWorker | null> {
-  const { rows } = await pool.query<StartedRow>({
-    name: o.waiting ? "spool_start_queued_on_push_worker_waiting" : "spool_start_queued_on_push_worker",
-    text: o.waiting ? START_QUEUED_ON_PUSH_WORKER_WAITING : START_QUEUED_ON_PUSH_WORKER,
-    values: [job.executionId, job.dispatchSeq, new Date()],
-  });
+  const values = [job.executionId, job.dispatchSeq, new Date()];
+  const rows = o.waiting
+    ? await waitingAlone(pool, {
+        name: "spool_start_queued_on_push_worker_waiting",
+        text: START_QUEUED_ON_PUSH_WORKER_WAITING,
+        values,
+      })
+    : (
+        await pool.query<StartedRow>({
+          name: "spool_start_queued_on_push_worker",
+          text: START_QUEUED_ON_PUSH_WORKER,
+          values,
+        })
+      ).rows;
   const row = rows[0];
   if (!row) return null;
   const worker = unprefixed<Worker>(row as unknown as Record<string, unknown>, WORKER_PREFIX);
   const { rest: execution, journal } = journalOf(row);
   return { execution, worker, journal };
+}
+
+/** The waiting start on a connection of its own under a lock timeout; no rows when it gave up. */
+async function waitingAlone(
+  pool: pg.Pool,
+  statement: { name: string; text: string; values: unknown[] },
+): Promise<StartedRow[]> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query(`SET lock_timeout = '${WAITING_START_LOCK_TIMEOUT}'`);
+    try {
+      return (await client.query<StartedRow>(statement)).rows;
+    } catch (err) {
+      if (GAVE_UP_WAITING.has((err as { code?: string }).code ?? "")) return [];
+      throw err;
+    } finally {
+      await client.query("RESET lock_timeout").catch((err: Error) => {
+        broken = err; // not back to the pool with a lock timeout of its own
+      });
+    }
+  } finally {
+    client.release(broken);
+  }
 }
 
 /**

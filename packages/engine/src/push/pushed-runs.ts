@@ -10,26 +10,42 @@ import type { Claim } from "../execution/claim.js";
  * current. Other calls read the run as stored.
  */
 export class PushedRuns {
-  private readonly runs = new Map<string, Execution>();
+  private readonly runs = new Map<string, { run: Execution; at: number }>();
 
-  /** `max`: the most runs kept; adding one more forgets the one added longest ago. */
-  constructor(private readonly max = Number.POSITIVE_INFINITY) {}
+  /**
+   * `max`: the most runs kept (adding one more forgets the one added longest ago); `ttlMs`: how
+   * long one is known after it was added (for runs whose end this process may not see).
+   */
+  constructor(private readonly o: { max?: number; ttlMs?: number } = {}) {}
 
   add(started: Execution): void {
     this.runs.delete(started.id); // re-added: now the newest
-    this.runs.set(started.id, started);
-    if (this.runs.size > this.max) this.runs.delete(this.runs.keys().next().value as string);
+    this.runs.set(started.id, { run: started, at: Date.now() });
+    if (this.runs.size > (this.o.max ?? Number.POSITIVE_INFINITY)) {
+      this.runs.delete(this.runs.keys().next().value as string);
+    }
   }
 
   /** The run left its worker (or the push was not taken): forgets that start, not a later one. */
   remove(started: Execution): void {
-    if (this.runs.get(started.id)?.lease === started.lease) this.runs.delete(started.id);
+    if (this.runs.get(started.id)?.run.lease === started.lease) this.runs.delete(started.id);
+  }
+
+  /** Forgets whatever start of the run is known here. */
+  forget(executionId: string): void {
+    this.runs.delete(executionId);
   }
 
   /** The run as started, when known here under exactly this claim. */
   find(projectId: string, executionId: string, claim: Claim): Execution | undefined {
-    const run = this.runs.get(executionId);
-    return run?.projectId === projectId && run.dispatchSeq === claim.dispatchSeq && run.lease === claim.lease
+    const known = this.runs.get(executionId);
+    if (!known) return undefined;
+    if (this.o.ttlMs !== undefined && Date.now() - known.at > this.o.ttlMs) {
+      this.runs.delete(executionId);
+      return undefined;
+    }
+    const run = known.run;
+    return run.projectId === projectId && run.dispatchSeq === claim.dispatchSeq && run.lease === claim.lease
       ? run
       : undefined;
   }

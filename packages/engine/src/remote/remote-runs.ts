@@ -59,10 +59,13 @@ const REMOTE_WAITS = `SELECT step_key AS "stepKey", seq, kind, wake_at AS "wakeA
   WHERE execution_id = $1 AND status = 'pending'`;
 
 /**
- * The most runs a process remembers from identifying them for their push worker. With several API
- * replicas most of a run's calls reach one that did not push it; only the first of them reads it.
+ * Runs a process remembers from identifying them for their push worker: with several API replicas
+ * most of a run's calls reach one that did not push it, and only the first of them (in this time)
+ * reads it. The time bounds how long a run that moved on elsewhere (released, handed back, taken
+ * by another worker) is taken for the caller's without a read: a verb's statement still checks the
+ * claim, but a completed step result is stored before that check refuses the caller.
  */
-const IDENTIFIED_RUNS_MAX = 1000;
+const IDENTIFIED_RUNS = { max: 1000, ttlMs: 5000 };
 
 /** A claim no run holds: a write under it stores a completed result and is then refused. */
 const FENCED: Claim = { dispatchSeq: -1, lease: -1 };
@@ -104,7 +107,7 @@ const tooLarge = (err: ResultTooLargeError, stepKey?: string) =>
  */
 export class RemoteRuns {
   /** Runs identified here for a caller proving their exact claim (see asCaller). */
-  private readonly identified = new PushedRuns(IDENTIFIED_RUNS_MAX);
+  private readonly identified = new PushedRuns(IDENTIFIED_RUNS);
 
   constructor(
     private readonly deps: EngineDeps,
@@ -291,6 +294,7 @@ export class RemoteRuns {
    * shutting down): a hand-back, the run goes back to its queue for another worker.
    */
   async confirmCancellation(projectId: string, executionId: string, caller: RemoteCaller) {
+    this.identified.forget(executionId);
     const { execution, claim } = await this.identify(projectId, executionId, caller);
     // Not running any more (cancelled, timed out, or handed back by this same call made again):
     // there is nothing to stop or give back.
@@ -302,6 +306,7 @@ export class RemoteRuns {
 
   /** The worker does not have the run's workflow. */
   async notLoaded(projectId: string, executionId: string, caller: RemoteCaller) {
+    this.identified.forget(executionId);
     const { execution, claim } = await this.identify(projectId, executionId, caller);
     if (!claim) throw notYours(execution);
     const outcome = await this.executions.notLoaded(execution, claim, caller.workerId ?? execution.workerId);
@@ -318,10 +323,8 @@ export class RemoteRuns {
 
   /** Spans of steps the worker ran, written exactly as an in-cluster worker's are. */
   async recordStepSpans(projectId: string, executionId: string, caller: RemoteCaller, records: StepRecord[]) {
-    const started = this.knownStart(projectId, executionId, caller);
-    const { execution, claim } = started
-      ? { execution: started, claim: claimOf(started) }
-      : await this.identifyAndRemember(projectId, executionId, caller);
+    // Read every time: the span write itself checks no claim.
+    const { execution, claim } = await this.identifyAndRemember(projectId, executionId, caller);
     if (!claim) throw notYours(execution);
     await this.deps.traces.recordSteps(execution, records);
   }

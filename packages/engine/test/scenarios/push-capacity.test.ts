@@ -88,6 +88,35 @@ describe("starts on a push worker from two processes at once", () => {
     }
   });
 
+  it("the start that waits gives up on a row held past its lock timeout, and leaves the run queued", async () => {
+    const { engine, prisma, other, worker, queued } = await twoReplicasAndWorkerWith(2);
+    const run = await queued();
+    // The other replica holds the worker's row in a transaction that outlasts the wait.
+    const holder = await other.pool.connect();
+    try {
+      await holder.query("BEGIN");
+      await holder.query("SELECT 1 FROM workers WHERE id = $1 FOR UPDATE", [worker.id]);
+      expect(
+        await startQueuedOnPushWorker(
+          engine.pool,
+          { executionId: run.id, dispatchSeq: 0 },
+          { waiting: true },
+        ),
+      ).toBeNull();
+    } finally {
+      await holder.query("ROLLBACK");
+      holder.release();
+    }
+    expect((await prisma.execution.findUniqueOrThrow({ where: { id: run.id } })).status).toBe("queued");
+    // Its connection went back to the pool without the lock timeout: a plain wait is not cut short.
+    const stillWaits = await engine.pool.connect();
+    try {
+      expect((await stillWaits.query("SHOW lock_timeout")).rows[0].lock_timeout).toBe("0");
+    } finally {
+      stillWaits.release();
+    }
+  });
+
   it("every way of starting a run on a push worker moves its push_starts on", async () => {
     const test = await createTestEngine();
     const { engine, prisma, projectId } = test;
