@@ -174,20 +174,18 @@ async function waitingAlone(
   statement: { name: string; text: string; values: unknown[] },
 ): Promise<StartedRow[]> {
   const client = await pool.connect();
+  // Not back to the pool with a lock timeout of its own: a connection whose reset failed is closed.
   let broken: Error | undefined;
   try {
     await client.query(`SET lock_timeout = '${WAITING_START_LOCK_TIMEOUT}'`);
-    try {
-      return (await client.query<StartedRow>(statement)).rows;
-    } catch (err) {
-      if (GAVE_UP_WAITING.has((err as { code?: string }).code ?? "")) return [];
-      throw err;
-    } finally {
-      await client.query("RESET lock_timeout").catch((err: Error) => {
-        broken = err; // not back to the pool with a lock timeout of its own
-      });
-    }
+    return (await client.query<StartedRow>(statement)).rows;
+  } catch (err) {
+    if (GAVE_UP_WAITING.has((err as { code?: string }).code ?? "")) return [];
+    throw err;
   } finally {
+    await client.query("RESET lock_timeout").catch((err: Error) => {
+      broken = err;
+    });
     client.release(broken);
   }
 }
