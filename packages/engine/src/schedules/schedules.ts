@@ -3,6 +3,7 @@ import { decodeTimeCursor, isUuid, notFound, timeCursorOf, toPage } from "@spool
 import type { Redis } from "ioredis";
 import { TX_OPTIONS } from "../deps.js";
 import { isRegistered } from "../registry/is-registered.js";
+import { announceChange } from "../util/announce.js";
 import { createdAfter } from "../util/keyset.js";
 import { nextOccurrence, parseCron } from "./cron.js";
 
@@ -40,12 +41,6 @@ export class Schedules {
     private readonly clock: () => Date = () => new Date(),
     private readonly redis?: Pick<Redis, "publish">,
   ) {}
-
-  /** Best effort: a scheduler also looks again on its own (SPOOL_SCHEDULE_CHECK_INTERVAL_MS). */
-  private async changed(projectId: string, schedule: Schedule): Promise<Schedule> {
-    await this.redis?.publish(SCHEDULES_CHANNEL, projectId).catch(() => {});
-    return schedule;
-  }
 
   /**
    * Upsert per (workflow, key). Invalid cron or timezone: 400; unknown workflow: 404. Fields left
@@ -103,7 +98,7 @@ export class Schedules {
         },
       });
     }, TX_OPTIONS);
-    return this.changed(projectId, saved);
+    return announceChange(this.redis, SCHEDULES_CHANNEL, projectId, saved);
   }
 
   async get(projectId: string, scheduleId: string): Promise<Schedule> {
@@ -154,7 +149,7 @@ export class Schedules {
         },
       });
     }, TX_OPTIONS);
-    return this.changed(projectId, saved);
+    return announceChange(this.redis, SCHEDULES_CHANNEL, projectId, saved);
   }
 
   async remove(projectId: string, scheduleId: string): Promise<void> {

@@ -10,6 +10,7 @@ import {
 } from "@spool/shared";
 import type { Redis } from "ioredis";
 import { isRegistered } from "../registry/is-registered.js";
+import { announceChange } from "../util/announce.js";
 import { createdAfter } from "../util/keyset.js";
 
 export interface RegisterTriggerInput {
@@ -33,12 +34,6 @@ export class Triggers {
     private readonly prisma: PrismaClient,
     private readonly redis?: Pick<Redis, "publish">,
   ) {}
-
-  /** Best effort: a scheduler also looks again on its own (SPOOL_TRIGGER_CHECK_INTERVAL_MS). */
-  private async changed(projectId: string, trigger: EventTrigger): Promise<EventTrigger> {
-    await this.redis?.publish(TRIGGERS_CHANNEL, projectId).catch(() => {});
-    return trigger;
-  }
 
   /**
    * Upserts the trigger of (workflow, topic). A new trigger starts at the project's current event
@@ -77,12 +72,13 @@ export class Triggers {
     });
     // Registered again, a trigger paused because nothing served its workflow resumes; one paused
     // through the API stays paused (every worker start registers what its code declares).
-    if (trigger.status === "active" || trigger.pausedByUser) return this.changed(projectId, trigger);
+    if (trigger.status === "active" || trigger.pausedByUser)
+      return announceChange(this.redis, TRIGGERS_CHANNEL, projectId, trigger);
     const [resumed] = await this.prisma.eventTrigger.updateManyAndReturn({
       where: { ...key, status: "paused", pausedByUser: false },
       data: { status: "active" },
     });
-    return this.changed(projectId, resumed ?? trigger);
+    return announceChange(this.redis, TRIGGERS_CHANNEL, projectId, resumed ?? trigger);
   }
 
   /**
@@ -107,7 +103,7 @@ export class Triggers {
       where: { id: trigger.id },
       data: { status, pausedByUser: status === "paused" },
     });
-    return this.changed(projectId, updated);
+    return announceChange(this.redis, TRIGGERS_CHANNEL, projectId, updated);
   }
 
   async list(projectId: string, page: { limit: number; cursor?: string }) {
