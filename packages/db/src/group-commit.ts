@@ -71,6 +71,8 @@ const LOCK_NOT_AVAILABLE = "55P03";
 
 interface Pending {
   statement: NamedStatement;
+  /** On the first statement of a bundle (queryTogether): how many statements must share its group. */
+  bundle?: number;
   /** Its values as they go on the wire, serialized when it was queued (a value that cannot be fails its caller there). */
   wireValues: unknown[];
   resolve(result: pg.QueryResult): void;
@@ -194,28 +196,57 @@ export class GroupCommit {
   }
 
   query(statement: NamedStatement): Promise<pg.QueryResult> {
-    return new Promise((resolve, reject) => {
-      let wireValues: unknown[];
-      try {
-        wireValues = (statement.values ?? []).map((v) => internals.utils.prepareValue(v));
-      } catch (err) {
-        return reject(err);
-      }
-      this.queue.push({ statement, wireValues, resolve, reject });
-      // Statements issued in the same turn of the event loop can share a group.
-      if (!this.scheduled) {
-        this.scheduled = true;
-        queueMicrotask(() => {
-          this.scheduled = false;
-          this.pump();
-        });
-      }
-    });
+    return this.queryTogether([statement])[0] as Promise<pg.QueryResult>;
+  }
+
+  /**
+   * Statements that go in the same group (one transaction), so a later one sees what an earlier one
+   * wrote and no other group's lock stands between them (up to maxStatements of them; a longer list
+   * takes a group of its own). Each still has its own outcome: after a failure they are sent again
+   * alone, as any group's are.
+   */
+  queryTogether(statements: NamedStatement[]): Promise<pg.QueryResult>[] {
+    const bundle: Pending[] = [];
+    const results = statements.map(
+      (statement) =>
+        new Promise<pg.QueryResult>((resolve, reject) => {
+          let wireValues: unknown[];
+          try {
+            wireValues = (statement.values ?? []).map((v) => internals.utils.prepareValue(v));
+          } catch (err) {
+            return reject(err);
+          }
+          bundle.push({ statement, wireValues, resolve, reject });
+        }),
+    );
+    if (bundle.length === 0) return results;
+    (bundle[0] as Pending).bundle = bundle.length;
+    this.queue.push(...bundle);
+    // Statements issued in the same turn of the event loop can share a group.
+    if (!this.scheduled) {
+      this.scheduled = true;
+      queueMicrotask(() => {
+        this.scheduled = false;
+        this.pump();
+      });
+    }
+    return results;
+  }
+
+  /** How many queued statements the next group takes: at most maxStatements, never part of a bundle. */
+  private nextGroupSize(): number {
+    let size = 0;
+    while (size < this.queue.length) {
+      const next = (this.queue[size] as Pending).bundle ?? 1;
+      if (size > 0 && size + next > this.maxStatements) break;
+      size += next;
+    }
+    return size;
   }
 
   private pump(): void {
     while (this.inFlight < this.maxGroups && this.queue.length > 0) {
-      const group = this.queue.splice(0, this.maxStatements);
+      const group = this.queue.splice(0, this.nextGroupSize());
       this.inFlight++;
       void this.send(group)
         .then(
@@ -320,6 +351,11 @@ export class GroupCommitPool extends pg.Pool {
     this.groups = new GroupCommit(this, (s) => super.query(s), options);
   }
 
+  /** GroupCommit.queryTogether: statements in the same group (one transaction). */
+  queryTogether(statements: NamedStatement[]): Promise<pg.QueryResult>[] {
+    return this.groups.queryTogether(statements);
+  }
+
   // biome-ignore lint/suspicious/noExplicitAny: pg.Pool's query is overloaded; this keeps every overload.
   override query(...args: any[]): any {
     const [config, values, callback] = args;
@@ -339,4 +375,13 @@ function isNamedStatement(config: unknown): config is NamedStatement {
     !("rowMode" in c) &&
     !("types" in c)
   );
+}
+
+/**
+ * Named statements sent in one group (one transaction) when `pool` groups them (GroupCommitPool);
+ * on another pool, each on its own. Each promise is its statement's outcome.
+ */
+export function queryTogether(pool: pg.Pool, statements: NamedStatement[]): Promise<pg.QueryResult>[] {
+  if (pool instanceof GroupCommitPool) return pool.queryTogether(statements);
+  return statements.map((s) => pool.query(s));
 }

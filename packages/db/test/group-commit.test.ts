@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { GroupCommitPool } from "../src/group-commit.js";
+import { GroupCommitPool, queryTogether } from "../src/group-commit.js";
 
 describe("group commit of named statements", () => {
   const url = inject("databaseUrl");
@@ -48,6 +48,35 @@ describe("group commit of named statements", () => {
     ]);
     expect(results.map((r) => r.rowCount)).toEqual([1, 1, 1]);
     expect(new Set(results.map((r) => r.rows[0]!.tx)).size).toBe(1);
+  });
+
+  it("statements queried together share one group, never split by the statements queued before them", async () => {
+    const narrow = new GroupCommitPool({ connectionString: url, max: 2 }, { maxGroups: 1, maxStatements: 4 });
+    try {
+      const bumpOf = (id: number) => ({
+        name: `${table}_bump`,
+        text: `UPDATE ${table} SET v = v + 1 WHERE id = $1 RETURNING id, v, txid_current()::text AS tx`,
+        values: [id],
+      });
+      const txOf = async (results: Promise<pg.QueryResult>[]) =>
+        (await Promise.all(results)).map((r) => r.rows[0].tx as string);
+      // Queued in one turn: three alone, then three together (a group holds four at most).
+      const alone = [15, 16, 17].map((id) => narrow.query(bumpOf(id)));
+      const together = queryTogether(narrow, [18, 19, 20].map(bumpOf));
+      const [aloneTx, togetherTx] = [await txOf(alone), await txOf(together)];
+      expect(new Set(togetherTx).size).toBe(1);
+      expect(aloneTx).not.toContain(togetherTx[0]);
+      // More than a group holds: one group of their own.
+      const many = await txOf(queryTogether(narrow, [15, 16, 17, 18, 19].map(bumpOf)));
+      expect(new Set(many).size).toBe(1);
+      expect(await values([15, 18, 20])).toEqual([
+        { id: 15, v: 2 },
+        { id: 18, v: 2 },
+        { id: 20, v: 1 },
+      ]);
+    } finally {
+      await narrow.end();
+    }
   });
 
   it("a statement that fails fails only its own caller; the others commit", async () => {
