@@ -1,4 +1,4 @@
-import { type Execution, Prisma, type PrismaClient, type pg, type Worker } from "@spool/db";
+import { type Execution, Prisma, type PrismaClient, type pg, queryTogether, type Worker } from "@spool/db";
 import { TX_OPTIONS } from "../deps.js";
 import { executionFields, unprefixed, workerFields } from "../sql/rows.js";
 import { type Claim, heldUnder } from "./claim.js";
@@ -131,37 +131,49 @@ const WAITING_START_LOCK_TIMEOUT = "100ms";
 const GAVE_UP_WAITING = new Set(["55P03", "40P01"]);
 
 /**
- * The first try of a run job: its run, still queued under the job's dispatch, starts on the least
- * loaded push worker with room in one round trip, with its journal. Null otherwise (the run moved on
- * or is held, every worker is full, locked by another start, or paused, a limited lane):
+ * The first try of run jobs: each job's run, still queued under the job's dispatch, starts on the
+ * least loaded push worker with room in one statement, with its journal. The statements go in one
+ * group commit (one transaction, one round trip), in order: a later one counts the runs an earlier
+ * one started and holds the worker row that one locked, so jobs of the same workflow started
+ * together neither lock each other out nor fill a slot twice. Null for a job whose run did not start
+ * (it moved on or is held, every worker is full, locked by another start or paused, a limited lane):
  * startOnPushWorker, after reading the run, decides then.
- *
- * `waiting`: the same statement waits for the rows instead of skipping them, behind the commit of a
- * start that holds the worker's row (another API replica's, on a push worker they share), and counts
- * that start too. It is sent alone, not in a group (a wait there would hold up the group's other
+ */
+export function startQueuedOnPushWorkers(
+  pool: pg.Pool,
+  jobs: { executionId: string; dispatchSeq: number }[],
+): Promise<StartedOnPushWorker | null>[] {
+  const now = new Date();
+  return queryTogether(
+    pool,
+    jobs.map((job) => ({
+      name: "spool_start_queued_on_push_worker",
+      text: START_QUEUED_ON_PUSH_WORKER,
+      values: [job.executionId, job.dispatchSeq, now],
+    })),
+  ).map(async (result) => startedFrom((await result).rows[0]));
+}
+
+/**
+ * The same start that waits for the rows instead of skipping them, behind the commit of a start
+ * that holds the worker's row (another API replica's, on a push worker they share), and counts that
+ * start too. It is sent alone, not in a group (a wait there would hold up the group's other
  * statements), and gives up after WAITING_START_LOCK_TIMEOUT or a deadlock (null): three round
  * trips, for what would otherwise take the exact path's transaction.
  */
-export async function startQueuedOnPushWorker(
+export async function startQueuedOnPushWorkerWaiting(
   pool: pg.Pool,
   job: { executionId: string; dispatchSeq: number },
-  o: { waiting?: boolean } = {},
 ): Promise<StartedOnPushWorker | null> {
-  const values = [job.executionId, job.dispatchSeq, new Date()];
-  const rows = o.waiting
-    ? await waitingAlone(pool, {
-        name: "spool_start_queued_on_push_worker_waiting",
-        text: START_QUEUED_ON_PUSH_WORKER_WAITING,
-        values,
-      })
-    : (
-        await pool.query<StartedRow>({
-          name: "spool_start_queued_on_push_worker",
-          text: START_QUEUED_ON_PUSH_WORKER,
-          values,
-        })
-      ).rows;
-  const row = rows[0];
+  const rows = await waitingAlone(pool, {
+    name: "spool_start_queued_on_push_worker_waiting",
+    text: START_QUEUED_ON_PUSH_WORKER_WAITING,
+    values: [job.executionId, job.dispatchSeq, new Date()],
+  });
+  return startedFrom(rows[0]);
+}
+
+function startedFrom(row: StartedRow | undefined): StartedOnPushWorker | null {
   if (!row) return null;
   const worker = unprefixed<Worker>(row as unknown as Record<string, unknown>, WORKER_PREFIX);
   const { rest: execution, journal } = journalOf(row);

@@ -11,14 +11,17 @@ import {
   markPushed,
   type PushStart,
   startOnPushWorker,
-  startQueuedOnPushWorker,
+  startQueuedOnPushWorkers,
+  startQueuedOnPushWorkerWaiting,
   unstartExecution,
 } from "../execution/start-on-push-worker.js";
 import { maxResultBytes } from "../runtime/result-size.js";
 import { showRunningAfterDelay } from "../traces/running-span.js";
-import { OneAtATime } from "../util/one-at-a-time.js";
+import { InRounds } from "../util/in-rounds.js";
 import { recordPushOutcome, servedByAnyPushWorker, servedElsewhere } from "../workers/workers.js";
 import { type PushOutcome, sendCancel, sendPush } from "./push-client.js";
+
+type RunJob = Extract<JobData, { kind: "run" }>;
 
 export interface PushDispatcherOptions {
   logger: Logger;
@@ -39,6 +42,8 @@ export interface PushDispatcherOptions {
 
 /** How long a held run is watched per round before the loop looks again (announcements wake it sooner). */
 const HOLD_RECHECK_MS = 15_000;
+/** The most starts one round sends together (a group commit holds 32 statements). */
+const MAX_STARTS_PER_ROUND = 16;
 /** What a push worker without max_concurrent_executions counts for, and the most one consumer holds. */
 const UNLIMITED_CAPACITY = 1000;
 /** A run of a workflow no push worker serves goes back to the queue for an in-cluster worker. */
@@ -62,11 +67,16 @@ export class PushDispatcher {
   private pushing = 0;
   private refreshing: Promise<void> = Promise.resolve();
   /**
-   * A project's one-statement starts, one at a time in this process: two at once would often pick
-   * the same worker, and the one that finds its row locked (SKIP LOCKED) falls back to the slower
-   * start, whose transaction holds the row longer still.
+   * A project's one-statement starts, in rounds: those that come while a round is under way go
+   * together in the next, as one group commit whose statements see each other's starts (one round
+   * trip for all). Started apart, two would often pick the same worker, and the one that found its
+   * row locked (SKIP LOCKED) would take a slower path; one at a time, starts would be capped at one
+   * per round trip.
    */
-  private readonly quickStarts = new OneAtATime();
+  private readonly quickStarts = new InRounds(
+    (jobs: RunJob[]) => startQueuedOnPushWorkers(this.engine.pool, jobs),
+    MAX_STARTS_PER_ROUND,
+  );
   /** Queues this process found shared with workflows only in-cluster workers serve (warned once). */
   private readonly sharedQueues = new Set<string>();
 
@@ -170,8 +180,7 @@ export class PushDispatcher {
     for (let round = 0; ; round++) {
       // The common case, the job's run still queued and a push worker with room, starts in one
       // statement; anything else reads the run first.
-      const quick =
-        round === 0 ? await this.quickStarts.run(data.projectId, () => this.quickStart(data)) : null;
+      const quick = round === 0 ? await this.quickStart(data) : null;
       const started = quick ? ({ status: "started", ...quick } as const) : await this.startAfterRead(data);
       if (started.status === "stale" || started.status === "adopted") return started.status;
       // Its lane's partition is full: the run that frees a slot dispatches it again.
@@ -239,17 +248,16 @@ export class PushDispatcher {
   }
 
   /**
-   * The one-statement start, and for a new root run on a lane without a limit (`first`, what most
-   * jobs are) a second one that waits for the worker's row (at most 100 ms): with several API
-   * replicas pushing to the same worker, the first often finds it locked by another replica's
-   * start. The slower path it would take instead holds that row for a whole transaction, and every
-   * other start then queues behind it (measured: lock waits of 85 ms on average).
+   * The one-statement start (in a round), and for a new root run on a lane without a limit
+   * (`first`, what most jobs are) a second one that waits for the worker's row (at most 100 ms):
+   * with several API replicas pushing to the same worker, the first often finds it locked by another
+   * replica's start. The slower path it would take instead holds that row for a whole transaction,
+   * and every other start then queues behind it (measured: lock waits of 85 ms on average).
    */
-  private async quickStart(data: Extract<JobData, { kind: "run" }>) {
-    const pool = this.engine.pool;
+  private async quickStart(data: RunJob) {
     return (
-      (await startQueuedOnPushWorker(pool, data)) ??
-      (data.first ? await startQueuedOnPushWorker(pool, data, { waiting: true }) : null)
+      (await this.quickStarts.run(data.projectId, data)) ??
+      (data.first ? await startQueuedOnPushWorkerWaiting(this.engine.pool, data) : null)
     );
   }
 
@@ -259,7 +267,7 @@ export class PushDispatcher {
    * started again (the new lease fences any copy).
    */
   private async startAfterRead(
-    data: Extract<JobData, { kind: "run" }>,
+    data: RunJob,
   ): Promise<
     | Exclude<PushStart, { status: "none" | "stale" }>
     | { status: "none"; run: Execution }

@@ -3,18 +3,26 @@
 // must not take the worker past its max (the worker would answer 429 and be left alone for a while).
 import { createDatabase } from "@spool/db";
 import { afterAll, describe, expect, it } from "vitest";
-import { startOnPushWorker, startQueuedOnPushWorker } from "../../src/execution/start-on-push-worker.js";
+import {
+  startOnPushWorker,
+  startQueuedOnPushWorkers,
+  startQueuedOnPushWorkerWaiting,
+} from "../../src/execution/start-on-push-worker.js";
 import { createTestEngine } from "../engine-fixture.js";
 import { databaseOfThisFile } from "../file-database.js";
 
 type TestEngine = Awaited<ReturnType<typeof createTestEngine>>;
 
+/** The one-statement start of one job's first try, as a round of one sends it. */
+const startQueued = (pool: Parameters<typeof startQueuedOnPushWorkers>[0], executionId: string) =>
+  startQueuedOnPushWorkers(pool, [{ executionId, dispatchSeq: 0 }])[0];
+
 /** A push worker of workflow "wf" with room for `max` runs, and a way to queue runs of "wf". */
-async function pushWorkerWith({ engine, prisma, projectId }: TestEngine, max: number) {
+async function pushWorkerWith({ engine, prisma, projectId }: TestEngine, max: number, port = 9) {
   const worker = await engine.workers.register(projectId, {
     deploymentId: "d1",
     mode: "push",
-    pushEndpointUrl: "http://127.0.0.1:9/",
+    pushEndpointUrl: `http://127.0.0.1:${port}/`,
     maxConcurrentExecutions: max,
     capabilities: { workflow_ids: ["wf"] },
   });
@@ -44,10 +52,7 @@ describe("starts on a push worker from two processes at once", () => {
 
     for (let round = 0; round < 100; round++) {
       const [a, b] = [(await queued()).id, (await queued()).id];
-      const started = await Promise.all([
-        startQueuedOnPushWorker(engine.pool, { executionId: a, dispatchSeq: 0 }),
-        startQueuedOnPushWorker(other.pool, { executionId: b, dispatchSeq: 0 }),
-      ]);
+      const started = await Promise.all([startQueued(engine.pool, a), startQueued(other.pool, b)]);
       // One of them takes the one slot; the other finds it taken (or the worker locked) and leaves
       // its run queued for the caller's slower path, which counts again under the worker's lock.
       expect(started.filter(Boolean)).toHaveLength(1);
@@ -67,8 +72,8 @@ describe("starts on a push worker from two processes at once", () => {
       // Room for both: the one that finds the worker's row locked waits for it instead of giving up.
       const [a, b] = [(await queued()).id, (await queued()).id];
       const both = await Promise.all([
-        startQueuedOnPushWorker(engine.pool, { executionId: a, dispatchSeq: 0 }, { waiting: true }),
-        startQueuedOnPushWorker(other.pool, { executionId: b, dispatchSeq: 0 }, { waiting: true }),
+        startQueuedOnPushWorkerWaiting(engine.pool, { executionId: a, dispatchSeq: 0 }),
+        startQueuedOnPushWorkerWaiting(other.pool, { executionId: b, dispatchSeq: 0 }),
       ]);
       expect(both.filter(Boolean)).toHaveLength(2);
       expect(await running()).toBe(2);
@@ -76,8 +81,8 @@ describe("starts on a push worker from two processes at once", () => {
       await prisma.execution.update({ where: { id: a }, data: { status: "cancelled", workerId: null } });
       const [c, d] = [(await queued()).id, (await queued()).id];
       const one = await Promise.all([
-        startQueuedOnPushWorker(engine.pool, { executionId: c, dispatchSeq: 0 }, { waiting: true }),
-        startQueuedOnPushWorker(other.pool, { executionId: d, dispatchSeq: 0 }, { waiting: true }),
+        startQueuedOnPushWorkerWaiting(engine.pool, { executionId: c, dispatchSeq: 0 }),
+        startQueuedOnPushWorkerWaiting(other.pool, { executionId: d, dispatchSeq: 0 }),
       ]);
       expect(one.filter(Boolean)).toHaveLength(1);
       expect(await running()).toBe(2);
@@ -97,11 +102,7 @@ describe("starts on a push worker from two processes at once", () => {
       await holder.query("BEGIN");
       await holder.query("SELECT 1 FROM workers WHERE id = $1 FOR UPDATE", [worker.id]);
       expect(
-        await startQueuedOnPushWorker(
-          engine.pool,
-          { executionId: run.id, dispatchSeq: 0 },
-          { waiting: true },
-        ),
+        await startQueuedOnPushWorkerWaiting(engine.pool, { executionId: run.id, dispatchSeq: 0 }),
       ).toBeNull();
     } finally {
       await holder.query("ROLLBACK");
@@ -117,6 +118,31 @@ describe("starts on a push worker from two processes at once", () => {
     }
   });
 
+  it("starts sent together fill the least loaded workers' room and no more, each counting those before it", async () => {
+    const test = await createTestEngine();
+    const { engine, prisma } = test;
+    const { worker: w1, queued } = await pushWorkerWith(test, 3);
+    const { worker: w2 } = await pushWorkerWith(test, 3, 10);
+    const runs = await Promise.all(Array.from({ length: 8 }, () => queued()));
+    const started = await Promise.all(
+      startQueuedOnPushWorkers(
+        engine.pool,
+        runs.map((r) => ({ executionId: r.id, dispatchSeq: 0 })),
+      ),
+    );
+    // Six slots in all, three on each worker: the first six in order start, spread; two stay queued.
+    expect(started.map((s) => s !== null)).toEqual([true, true, true, true, true, true, false, false]);
+    const on = (w: { id: string }) =>
+      prisma.execution.count({ where: { workerId: w.id, status: "running" } });
+    expect([await on(w1), await on(w2)]).toEqual([3, 3]);
+    expect(started.slice(0, 6).map((s) => s?.execution.status)).toEqual(Array(6).fill("running"));
+    const pushStarts = await prisma.worker.findMany({ where: { id: { in: [w1.id, w2.id] } } });
+    expect(pushStarts.map((w) => w.pushStarts)).toEqual([3, 3]);
+    expect(
+      await prisma.execution.count({ where: { id: { in: runs.map((r) => r.id) }, status: "queued" } }),
+    ).toBe(2);
+  });
+
   it("every way of starting a run on a push worker moves its push_starts on", async () => {
     const test = await createTestEngine();
     const { engine, prisma, projectId } = test;
@@ -127,9 +153,7 @@ describe("starts on a push worker from two processes at once", () => {
 
     // The one-statement start of a job's first try.
     const first = await queued();
-    expect(
-      await startQueuedOnPushWorker(engine.pool, { executionId: first.id, dispatchSeq: 0 }),
-    ).not.toBeNull();
+    expect(await startQueued(engine.pool, first.id)).not.toBeNull();
     expect(await pushStarts()).toBe(1);
     // The exact path: the worker locked, its runs counted in a statement of their own.
     expect((await startOnPushWorker(engine, { execution: await queued() })).status).toBe("started");
