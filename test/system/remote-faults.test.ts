@@ -1,6 +1,8 @@
-// Remote workers under faults, in real processes: one SIGKILLed mid-run, and a queue limit shared by
-// remote and in-cluster workers.
+// Remote workers under faults, in real processes: a slow answer to a completion, one SIGKILLed
+// mid-run, and a queue limit shared by remote and in-cluster workers.
 import { mkdtempSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,6 +23,55 @@ describe("remote workers under faults (real processes)", () => {
     await sys.startScheduler();
   });
   afterAll(() => sys?.stop());
+
+  it("a worker at its max takes the next run while the answer to its last completion is on the way", async () => {
+    // Between the worker and the API: the answer to the first completion is held back until released.
+    let held: ((release: () => void) => void) | null = null;
+    const completionHeld = new Promise<() => void>((resolve) => {
+      held = resolve;
+    });
+    const api = new URL(sys.apiUrl);
+    const proxy = http.createServer((req, res) => {
+      const upstream = http.request(
+        { host: api.hostname, port: api.port, path: req.url, method: req.method, headers: req.headers },
+        (answer) => {
+          const forward = () => {
+            res.writeHead(answer.statusCode ?? 502, answer.headers);
+            answer.pipe(res);
+          };
+          const hold = held;
+          if (hold && req.url?.endsWith("/complete")) {
+            held = null;
+            hold(forward);
+          } else forward();
+        },
+      );
+      upstream.on("error", () => res.destroy());
+      req.pipe(upstream);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    try {
+      const worker = await sys.startRemoteWorker({
+        ...env,
+        SPOOL_API_URL: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+        SPOOL_WORKER_CONCURRENCY: "1",
+      });
+      const first = await sys.client.run("r-three-steps", { n: 1 });
+      const release = await completionHeld;
+      // Spool has stored the completion; the worker does not know yet.
+      expect(
+        (await sys.client.executions.waitForResult(first.execution_id, { timeoutMs: 10_000 })).status,
+      ).toBe("completed");
+      const next = await sys.client.run("r-three-steps", { n: 2 });
+      const done = await sys.client.executions.waitForResult(next.execution_id, { timeoutMs: 10_000 });
+      expect(done).toMatchObject({ status: "completed", result: { a: 3, b: 6 } });
+      release();
+      await worker.kill("SIGKILL");
+    } finally {
+      proxy.closeAllConnections();
+      proxy.close();
+    }
+  });
 
   /** Step 2 of r-crashable hangs on its first run: the worker (of these) running it now. */
   async function runningStep2<W extends Proc>(workers: W[], executionId: string): Promise<W> {

@@ -6,6 +6,7 @@ import {
   type ProtocolClient,
   ProtocolError,
   processRun,
+  type RunHost,
   type RunnerLogger,
 } from "@spool/engine/runner";
 import { createLogger, type PushRequest, runTopic } from "@spool/shared";
@@ -73,6 +74,12 @@ interface Running {
   claim: string | undefined;
   /** Why the worker stopped the run: Spool cancelled it, or the worker is shutting down. */
   stopped: "cancelled" | "handed_back" | null;
+  /**
+   * Its outcome (completion, failure, wait) is on its way to Spool: its code has returned, so it no
+   * longer takes a slot. Spool counts the run as gone once it stored the outcome, and may push the
+   * next run before this worker has the answer.
+   */
+  reporting: boolean;
   done: Promise<unknown>;
 }
 
@@ -123,7 +130,7 @@ export async function createWorker(options: WorkerOptions): Promise<RemoteWorker
   const server: Server = createPushServer({
     workerId: () => workerId,
     secret: () => (options.verifySignatures === false ? null : secret),
-    hasRoom: () => !stopping && runs.size < maxConcurrent,
+    hasRoom: () => !stopping && [...runs.values()].filter((r) => !r.reporting).length < maxConcurrent,
     running: (push) => {
       const claim = runs.get(push.execution_id)?.claim;
       const again = claim !== undefined && claim === push.spool_claim;
@@ -158,15 +165,38 @@ export async function createWorker(options: WorkerOptions): Promise<RemoteWorker
 
   /** One pushed run, through the engine's job runner against the API. */
   function run(push: PushRequest): Running {
-    const state: Running = { claim: push.spool_claim, stopped: null, done: Promise.resolve() };
+    const state: Running = {
+      claim: push.spool_claim,
+      stopped: null,
+      reporting: false,
+      done: Promise.resolve(),
+    };
     const log = logger.child({ execution_id: push.execution_id, workflow_id: push.workflow_id });
-    const host = createHttpHost({
+    const reported =
+      <A extends unknown[], R>(verb: (...args: A) => Promise<R>) =>
+      async (...args: A): Promise<R> => {
+        state.reporting = true;
+        try {
+          return await verb(...args);
+        } catch (err) {
+          // Not taken (a superseded last step is replayed, say): the run goes on here.
+          state.reporting = false;
+          throw err;
+        }
+      };
+    const httpHost = createHttpHost({
       api,
       push,
       workerId: () => workerId ?? push.worker_id,
       cancelled: () => state.stopped !== null,
       onError: (err, what) => log.warn({ err: String(err) }, what),
     });
+    const host: RunHost = {
+      ...httpHost,
+      complete: reported(httpHost.complete),
+      fail: reported(httpHost.fail),
+      block: reported(httpHost.block),
+    };
     state.done = processRun({ host, workflows: definitions.workflows, logger: log })
       .then(async () => {
         // Spool cancelled it: say so on the run's stream and confirm.
