@@ -25,9 +25,10 @@ describe("remote workers under faults (real processes)", () => {
   afterAll(() => sys?.stop());
 
   it("a worker at its max takes the next run while the answer to its last completion is on the way", async () => {
-    // Between the worker and the API: the answer to the first completion is held back until released.
-    let held: ((release: () => void) => void) | null = null;
-    const completionHeld = new Promise<() => void>((resolve) => {
+    // Between the worker and the API: the answer to the first completion is held back (for good:
+    // the worker is killed at the end).
+    let held: (() => void) | null = null;
+    const completionHeld = new Promise<void>((resolve) => {
       held = resolve;
     });
     const api = new URL(sys.apiUrl);
@@ -42,7 +43,7 @@ describe("remote workers under faults (real processes)", () => {
           const hold = held;
           if (hold && req.url?.endsWith("/complete")) {
             held = null;
-            hold(forward);
+            hold();
           } else forward();
         },
       );
@@ -50,14 +51,15 @@ describe("remote workers under faults (real processes)", () => {
       req.pipe(upstream);
     });
     await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    let worker: Proc | undefined;
     try {
-      const worker = await sys.startRemoteWorker({
+      worker = await sys.startRemoteWorker({
         ...env,
         SPOOL_API_URL: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
         SPOOL_WORKER_CONCURRENCY: "1",
       });
       const first = await sys.client.run("r-three-steps", { n: 1 });
-      const release = await completionHeld;
+      await completionHeld;
       // Spool has stored the completion; the worker does not know yet.
       expect(
         (await sys.client.executions.waitForResult(first.execution_id, { timeoutMs: 10_000 })).status,
@@ -65,9 +67,9 @@ describe("remote workers under faults (real processes)", () => {
       const next = await sys.client.run("r-three-steps", { n: 2 });
       const done = await sys.client.executions.waitForResult(next.execution_id, { timeoutMs: 10_000 });
       expect(done).toMatchObject({ status: "completed", result: { a: 3, b: 6 } });
-      release();
-      await worker.kill("SIGKILL");
     } finally {
+      // Gone before the next test, even after a failure: it must take none of their runs.
+      await worker?.kill("SIGKILL");
       proxy.closeAllConnections();
       proxy.close();
     }

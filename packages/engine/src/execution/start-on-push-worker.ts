@@ -132,10 +132,11 @@ const GAVE_UP_WAITING = new Set(["55P03", "40P01"]);
 
 /**
  * The first try of run jobs: each job's run, still queued under the job's dispatch, starts on the
- * least loaded push worker with room in one statement, with its journal. The statements go in one
- * group commit (one transaction, one round trip), in order: a later one counts the runs an earlier
- * one started and holds the worker row that one locked, so jobs of the same workflow started
- * together neither lock each other out nor fill a slot twice. Null for a job whose run did not start
+ * least loaded push worker with room in one statement, with its journal. On a pool that groups
+ * statements (the engine's, @spool/db) they go in one group commit (one transaction, one round
+ * trip), in order: a later one counts the runs an earlier one started and holds the worker row that
+ * one locked, so jobs of the same workflow started together neither lock each other out nor fill a
+ * slot twice (apart, as after a group's rollback, they skip each other's locked rows instead). Null for a job whose run did not start
  * (it moved on or is held, every worker is full, locked by another start or paused, a limited lane):
  * startOnPushWorker, after reading the run, decides then.
  */

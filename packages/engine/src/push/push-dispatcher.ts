@@ -77,6 +77,15 @@ export class PushDispatcher {
     (jobs: RunJob[]) => startQueuedOnPushWorkers(this.engine.pool, jobs),
     MAX_STARTS_PER_ROUND,
   );
+  /**
+   * The waiting starts of a project, one at a time in this process: each holds a connection of its
+   * own for up to 100 ms, and a round of jobs that found every worker full would otherwise send them
+   * all at once, taking the pool from the group commits.
+   */
+  private readonly waitingStarts = new InRounds(
+    (jobs: RunJob[]) => jobs.map((job) => startQueuedOnPushWorkerWaiting(this.engine.pool, job)),
+    1,
+  );
   /** Queues this process found shared with workflows only in-cluster workers serve (warned once). */
   private readonly sharedQueues = new Set<string>();
 
@@ -257,7 +266,7 @@ export class PushDispatcher {
   private async quickStart(data: RunJob) {
     return (
       (await this.quickStarts.run(data.projectId, data)) ??
-      (data.first ? await startQueuedOnPushWorkerWaiting(this.engine.pool, data) : null)
+      (data.first ? await this.waitingStarts.run(data.projectId, data) : null)
     );
   }
 

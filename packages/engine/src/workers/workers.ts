@@ -56,9 +56,12 @@ const pushBackoffMs = (failures: number) => Math.min(30_000, 500 * 2 ** Math.min
 /**
  * A worker that answered 429 (at capacity) is left alone this long. Spool's own count said it had
  * room, so it is most likely still winding down a run whose outcome Spool has stored (the answer to
- * its completion on the way back): a moment, not a second, under a steady load at its max.
+ * its completion on the way back): a moment, not a second, under a steady load at its max. One that
+ * answers 429 again within BUSY_PAUSE_AGAIN_MS of its last pause (a cancelled run still finishing
+ * its step there, say) is left alone for that long.
  */
 const BUSY_PAUSE_MS = 100;
+const BUSY_PAUSE_AGAIN_MS = 1000;
 
 /**
  * What a push told about its worker. Failed pushes pause it with growing backoff (its runs go to
@@ -81,12 +84,16 @@ export async function recordPushOutcome(
         data: { pushFailures: 0, pushPausedUntil: null },
       });
       return;
-    case "busy":
+    case "busy": {
+      // Paused lately, and no push taken since (that clears the pause): busy, not winding down.
+      const again =
+        worker.pushPausedUntil !== null && worker.pushPausedUntil.getTime() > now - BUSY_PAUSE_AGAIN_MS;
       await prisma.worker.update({
         where: { id: workerId },
-        data: { pushPausedUntil: new Date(now + BUSY_PAUSE_MS) },
+        data: { pushPausedUntil: new Date(now + (again ? BUSY_PAUSE_AGAIN_MS : BUSY_PAUSE_MS)) },
       });
       return;
+    }
     case "failed": {
       const w = await prisma.worker.update({
         where: { id: workerId },

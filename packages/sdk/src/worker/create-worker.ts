@@ -123,6 +123,12 @@ export async function createWorker(options: WorkerOptions): Promise<RemoteWorker
     timeoutMs: 3000,
   });
   const runs = new Map<string, Running>();
+  /** Runs that take a slot: all but those reporting their outcome. */
+  const runningCode = () => {
+    let n = 0;
+    for (const r of runs.values()) if (!r.reporting) n++;
+    return n;
+  };
   let workerId: string | null = null;
   let secret: string | null = null;
   let stopping = false;
@@ -130,7 +136,7 @@ export async function createWorker(options: WorkerOptions): Promise<RemoteWorker
   const server: Server = createPushServer({
     workerId: () => workerId,
     secret: () => (options.verifySignatures === false ? null : secret),
-    hasRoom: () => !stopping && [...runs.values()].filter((r) => !r.reporting).length < maxConcurrent,
+    hasRoom: () => !stopping && runningCode() < maxConcurrent,
     running: (push) => {
       const claim = runs.get(push.execution_id)?.claim;
       const again = claim !== undefined && claim === push.spool_claim;
