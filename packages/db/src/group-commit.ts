@@ -65,9 +65,36 @@ function corked(connection: pg.Connection, write: (wire: Wire) => void): void {
 }
 
 /** How long a grouped statement may wait for a row lock before its group gives way. */
-const GROUP_LOCK_TIMEOUT = "50ms";
+const GROUP_LOCK_TIMEOUT: LockTimeout = "50ms";
+/** A lock_timeout setting (written into the group's SET: a number of milliseconds only). */
+export type LockTimeout = `${number}ms`;
 /** SQLSTATE of a lock wait lock_timeout ended. */
 const LOCK_NOT_AVAILABLE = "55P03";
+
+/** How a group is sent: under which lock timeout, and whether its statements go again alone after a rollback. */
+interface SendOptions {
+  lockTimeout: LockTimeout;
+  sendAgain: boolean;
+}
+const GROUPED: SendOptions = { lockTimeout: GROUP_LOCK_TIMEOUT, sendAgain: true };
+
+/** Statements as queued, and each one's outcome (a value that cannot be sent fails it at once). */
+function pendingOf(statements: NamedStatement[]): { bundle: Pending[]; results: Promise<pg.QueryResult>[] } {
+  const bundle: Pending[] = [];
+  const results = statements.map(
+    (statement) =>
+      new Promise<pg.QueryResult>((resolve, reject) => {
+        let wireValues: unknown[];
+        try {
+          wireValues = (statement.values ?? []).map((v) => internals.utils.prepareValue(v));
+        } catch (err) {
+          return reject(err);
+        }
+        bundle.push({ statement, wireValues, resolve, reject });
+      }),
+  );
+  return { bundle, results };
+}
 
 interface Pending {
   statement: NamedStatement;
@@ -89,6 +116,7 @@ class StatementGroup implements pg.Submittable {
 
   constructor(
     private readonly statements: Pending[],
+    private readonly lockTimeout: LockTimeout,
     private readonly settled: (error: unknown) => void,
   ) {
     this.results = statements.map(() => new internals.Result());
@@ -106,7 +134,7 @@ class StatementGroup implements pg.Submittable {
       // instead of waiting long (its statements are then sent alone): it can never be the other half
       // of a deadlock with a transaction that locks runs in their lock order. Both settings are
       // transactional, so an aborted group leaves the connection as it found it.
-      unnamed(`SET lock_timeout = '${GROUP_LOCK_TIMEOUT}'`);
+      unnamed(`SET lock_timeout = '${this.lockTimeout}'`);
       for (const { statement, wireValues } of this.statements) {
         wire.bind({ portal: "", statement: statement.name, values: wireValues });
         wire.describe({ type: "P", name: "" });
@@ -206,19 +234,7 @@ export class GroupCommit {
    * alone, as any group's are.
    */
   queryTogether(statements: NamedStatement[]): Promise<pg.QueryResult>[] {
-    const bundle: Pending[] = [];
-    const results = statements.map(
-      (statement) =>
-        new Promise<pg.QueryResult>((resolve, reject) => {
-          let wireValues: unknown[];
-          try {
-            wireValues = (statement.values ?? []).map((v) => internals.utils.prepareValue(v));
-          } catch (err) {
-            return reject(err);
-          }
-          bundle.push({ statement, wireValues, resolve, reject });
-        }),
-    );
+    const { bundle, results } = pendingOf(statements);
     if (bundle.length === 0) return results;
     (bundle[0] as Pending).bundle = bundle.length;
     this.queue.push(...bundle);
@@ -228,6 +244,21 @@ export class GroupCommit {
       queueMicrotask(() => {
         this.scheduled = false;
         this.pump();
+      });
+    }
+    return results;
+  }
+
+  /**
+   * Statements in one transaction of their own, at once, on a connection outside the groups' slots
+   * (a lock wait in it holds up no group), under `lockTimeout`: when Postgres rolls it back (a lock
+   * wait cut short, a deadlock, an error), every statement fails with that error; none is sent again.
+   */
+  queryTogetherAlone(statements: NamedStatement[], lockTimeout: LockTimeout): Promise<pg.QueryResult>[] {
+    const { bundle, results } = pendingOf(statements);
+    if (bundle.length > 0) {
+      this.send(bundle, { lockTimeout, sendAgain: false }).catch((err: unknown) => {
+        for (const p of bundle) p.reject(err);
       });
     }
     return results;
@@ -270,7 +301,7 @@ export class GroupCommit {
    * all of them when Postgres rolled the group back for one statement's error or a lock wait;
    * every other caller has been answered.
    */
-  private async send(group: Pending[]): Promise<Pending[]> {
+  private async send(group: Pending[], o: SendOptions = GROUPED): Promise<Pending[]> {
     let client: pg.PoolClient;
     try {
       client = await this.pool.connect();
@@ -298,8 +329,12 @@ export class GroupCommit {
         else ready.push(p);
       }
       if (ready.length === 0) return [];
-      const outcome = await this.sendGroup(client, ready);
+      const outcome = await this.sendGroup(client, ready, o.lockTimeout);
       if (outcome === undefined) return [];
+      if (rolledBackOnly(outcome) && !o.sendAgain) {
+        for (const p of ready) p.reject(outcome);
+        return [];
+      }
       // Alone already: only a wait the group's lock timeout cut short is worth sending again.
       if (rolledBackOnly(outcome) && (ready.length > 1 || outcome.code === LOCK_NOT_AVAILABLE)) return ready;
       lost = outcome;
@@ -314,9 +349,9 @@ export class GroupCommit {
   }
 
   /** Sends a group on `client`: undefined when it committed (every caller answered), else the error. */
-  private sendGroup(client: pg.PoolClient, group: Pending[]): Promise<unknown> {
+  private sendGroup(client: pg.PoolClient, group: Pending[], lockTimeout: LockTimeout): Promise<unknown> {
     return new Promise((done) => {
-      const submitted = new StatementGroup(group, (error) => {
+      const submitted = new StatementGroup(group, lockTimeout, (error) => {
         if (error === null)
           group.forEach((p, i) => {
             const rowError = submitted.rowErrors[i];
@@ -356,6 +391,11 @@ export class GroupCommitPool extends pg.Pool {
     return this.groups.queryTogether(statements);
   }
 
+  /** GroupCommit.queryTogetherAlone: statements in one transaction of their own, under a lock timeout. */
+  queryTogetherAlone(statements: NamedStatement[], lockTimeout: LockTimeout): Promise<pg.QueryResult>[] {
+    return this.groups.queryTogetherAlone(statements, lockTimeout);
+  }
+
   // biome-ignore lint/suspicious/noExplicitAny: pg.Pool's query is overloaded; this keeps every overload.
   override query(...args: any[]): any {
     const [config, values, callback] = args;
@@ -384,4 +424,34 @@ function isNamedStatement(config: unknown): config is NamedStatement {
 export function queryTogether(pool: pg.Pool, statements: NamedStatement[]): Promise<pg.QueryResult>[] {
   if (pool instanceof GroupCommitPool) return pool.queryTogether(statements);
   return statements.map((s) => pool.query(s));
+}
+
+/**
+ * Named statements in one transaction of their own under `lockTimeout`, on a connection outside the
+ * group commits' slots (GroupCommit.queryTogetherAlone); on another pool, in a transaction on a
+ * client of their own. When the transaction is rolled back, every statement fails with its error.
+ */
+export function queryTogetherAlone(
+  pool: pg.Pool,
+  statements: NamedStatement[],
+  lockTimeout: LockTimeout,
+): Promise<pg.QueryResult>[] {
+  if (pool instanceof GroupCommitPool) return pool.queryTogetherAlone(statements, lockTimeout);
+  const all = (async () => {
+    const client = await pool.connect();
+    try {
+      await client.query("BEGIN");
+      await client.query(`SET LOCAL lock_timeout = '${lockTimeout}'`);
+      const results: pg.QueryResult[] = [];
+      for (const s of statements) results.push(await client.query(s));
+      await client.query("COMMIT");
+      return results;
+    } catch (err) {
+      await client.query("ROLLBACK").catch(() => {});
+      throw err;
+    } finally {
+      client.release();
+    }
+  })();
+  return statements.map(async (_, i) => (await all)[i] as pg.QueryResult);
 }

@@ -4,7 +4,7 @@ import { Prisma, PrismaClient } from "./generated/prisma/client.js";
 import { GroupCommitPool } from "./group-commit.js";
 
 export * from "./generated/prisma/client.js";
-export { type NamedStatement, queryTogether } from "./group-commit.js";
+export { type LockTimeout, type NamedStatement, queryTogether, queryTogetherAlone } from "./group-commit.js";
 export type { pg };
 
 export interface CreateDatabaseOptions {

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { GroupCommitPool, queryTogether } from "../src/group-commit.js";
+import { GroupCommitPool, queryTogether, queryTogetherAlone } from "../src/group-commit.js";
 
 describe("group commit of named statements", () => {
   const url = inject("databaseUrl");
@@ -32,7 +32,7 @@ describe("group commit of named statements", () => {
 
   beforeAll(async () => {
     await pool.query(`CREATE TABLE ${table} (id int PRIMARY KEY, v int NOT NULL)`);
-    await pool.query(`INSERT INTO ${table} SELECT g, 0 FROM generate_series(1, 20) g`);
+    await pool.query(`INSERT INTO ${table} SELECT g, 0 FROM generate_series(1, 30) g`);
   });
   afterAll(async () => {
     await pool.query(`DROP TABLE ${table}`);
@@ -77,6 +77,35 @@ describe("group commit of named statements", () => {
     } finally {
       await narrow.end();
     }
+  });
+
+  it("statements together alone commit as one transaction, or fail together when a lock wait outlasts their timeout", async () => {
+    const bumpOf = (id: number) => ({
+      name: `${table}_bump`,
+      text: `UPDATE ${table} SET v = v + 1 WHERE id = $1 RETURNING id, v, txid_current()::text AS tx`,
+      values: [id],
+    });
+    const done = await Promise.all(queryTogetherAlone(pool, [bumpOf(21), bumpOf(22)], "100ms"));
+    expect(new Set(done.map((r) => r.rows[0].tx)).size).toBe(1);
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    try {
+      await holder.query("BEGIN");
+      await holder.query(`SELECT 1 FROM ${table} WHERE id = 22 FOR UPDATE`);
+      const settled = await Promise.allSettled(queryTogetherAlone(pool, [bumpOf(21), bumpOf(22)], "100ms"));
+      expect(settled.map((s) => s.status)).toEqual(["rejected", "rejected"]);
+      expect(settled.map((s) => (s as PromiseRejectedResult).reason.code)).toEqual(["55P03", "55P03"]);
+    } finally {
+      await holder.query("ROLLBACK");
+      await holder.end();
+    }
+    // Rolled back whole: the first statement's write is gone too.
+    expect(await values([21, 22])).toEqual([
+      { id: 21, v: 1 },
+      { id: 22, v: 1 },
+    ]);
+    // The timeout did not stay on a connection.
+    expect((await pool.query<{ lock_timeout: string }>("SHOW lock_timeout")).rows[0]!.lock_timeout).toBe("0");
   });
 
   it("a statement that fails fails only its own caller; the others commit", async () => {

@@ -1,4 +1,13 @@
-import { type Execution, Prisma, type PrismaClient, type pg, queryTogether, type Worker } from "@spool/db";
+import {
+  type Execution,
+  type LockTimeout,
+  Prisma,
+  type PrismaClient,
+  type pg,
+  queryTogether,
+  queryTogetherAlone,
+  type Worker,
+} from "@spool/db";
 import { TX_OPTIONS } from "../deps.js";
 import { executionFields, unprefixed, workerFields } from "../sql/rows.js";
 import { type Claim, heldUnder } from "./claim.js";
@@ -126,7 +135,7 @@ type StartedRow = Execution & { journalSteps: JournalRows["steps"]; journalWaits
  * The longest the waiting start waits for the rows it locks. Another start holds the worker's row
  * for one commit; a transaction of the exact path, or anything slower, is left to that path.
  */
-const WAITING_START_LOCK_TIMEOUT = "100ms";
+const WAITING_START_LOCK_TIMEOUT: LockTimeout = "100ms";
 /** SQLSTATEs of a lock wait lock_timeout cut short, and of a deadlock Postgres broke. */
 const GAVE_UP_WAITING = new Set(["55P03", "40P01"]);
 
@@ -156,22 +165,35 @@ export function startQueuedOnPushWorkers(
 }
 
 /**
- * The same start that waits for the rows instead of skipping them, behind the commit of a start
- * that holds the worker's row (another API replica's, on a push worker they share), and counts that
- * start too. It is sent alone, not in a group (a wait there would hold up the group's other
- * statements), and gives up after WAITING_START_LOCK_TIMEOUT or a deadlock (null): three round
- * trips, for what would otherwise take the exact path's transaction.
+ * The same starts, waiting for the rows instead of skipping them: behind the commit of a start that
+ * holds the worker's row (another API replica's round, on a push worker they share), counting that
+ * start too; once the first has the row, the rest hold it as well (one transaction). They go
+ * together in a transaction of their own, outside the group commits (a wait there would hold up
+ * their other statements), and all give up after WAITING_START_LOCK_TIMEOUT or on a deadlock (null
+ * for each): what would otherwise take the exact path's transaction, one run at a time.
  */
-export async function startQueuedOnPushWorkerWaiting(
+export function startQueuedOnPushWorkersWaiting(
   pool: pg.Pool,
-  job: { executionId: string; dispatchSeq: number },
-): Promise<StartedOnPushWorker | null> {
-  const rows = await waitingAlone(pool, {
-    name: "spool_start_queued_on_push_worker_waiting",
-    text: START_QUEUED_ON_PUSH_WORKER_WAITING,
-    values: [job.executionId, job.dispatchSeq, new Date()],
+  jobs: { executionId: string; dispatchSeq: number }[],
+  lockTimeout: LockTimeout = WAITING_START_LOCK_TIMEOUT,
+): Promise<StartedOnPushWorker | null>[] {
+  const now = new Date();
+  return queryTogetherAlone(
+    pool,
+    jobs.map((job) => ({
+      name: "spool_start_queued_on_push_worker_waiting",
+      text: START_QUEUED_ON_PUSH_WORKER_WAITING,
+      values: [job.executionId, job.dispatchSeq, now],
+    })),
+    lockTimeout,
+  ).map(async (result) => {
+    try {
+      return startedFrom((await result).rows[0]);
+    } catch (err) {
+      if (GAVE_UP_WAITING.has((err as { code?: string }).code ?? "")) return null;
+      throw err;
+    }
   });
-  return startedFrom(rows[0]);
 }
 
 function startedFrom(row: StartedRow | undefined): StartedOnPushWorker | null {
@@ -179,28 +201,6 @@ function startedFrom(row: StartedRow | undefined): StartedOnPushWorker | null {
   const worker = unprefixed<Worker>(row as unknown as Record<string, unknown>, WORKER_PREFIX);
   const { rest: execution, journal } = journalOf(row);
   return { execution, worker, journal };
-}
-
-/** The waiting start on a connection of its own under a lock timeout; no rows when it gave up. */
-async function waitingAlone(
-  pool: pg.Pool,
-  statement: { name: string; text: string; values: unknown[] },
-): Promise<StartedRow[]> {
-  const client = await pool.connect();
-  // Not back to the pool with a lock timeout of its own: a connection whose reset failed is closed.
-  let broken: Error | undefined;
-  try {
-    await client.query(`SET lock_timeout = '${WAITING_START_LOCK_TIMEOUT}'`);
-    return (await client.query<StartedRow>(statement)).rows;
-  } catch (err) {
-    if (GAVE_UP_WAITING.has((err as { code?: string }).code ?? "")) return [];
-    throw err;
-  } finally {
-    await client.query("RESET lock_timeout").catch((err: Error) => {
-      broken = err;
-    });
-    client.release(broken);
-  }
 }
 
 /**

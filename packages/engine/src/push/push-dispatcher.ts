@@ -12,7 +12,7 @@ import {
   type PushStart,
   startOnPushWorker,
   startQueuedOnPushWorkers,
-  startQueuedOnPushWorkerWaiting,
+  startQueuedOnPushWorkersWaiting,
   unstartExecution,
 } from "../execution/start-on-push-worker.js";
 import { maxResultBytes } from "../runtime/result-size.js";
@@ -78,13 +78,13 @@ export class PushDispatcher {
     MAX_STARTS_PER_ROUND,
   );
   /**
-   * The waiting starts of a project, one at a time in this process: each holds a connection of its
-   * own for up to 100 ms, and a round of jobs that found every worker full would otherwise send them
-   * all at once, taking the pool from the group commits.
+   * The waiting starts of a project, in rounds too: each round is a transaction on a connection of
+   * its own that may wait for the worker's row (up to 100 ms), so one at a time per project in this
+   * process, however many jobs a round of quick starts left to it.
    */
   private readonly waitingStarts = new InRounds(
-    (jobs: RunJob[]) => jobs.map((job) => startQueuedOnPushWorkerWaiting(this.engine.pool, job)),
-    1,
+    (jobs: RunJob[]) => startQueuedOnPushWorkersWaiting(this.engine.pool, jobs),
+    MAX_STARTS_PER_ROUND,
   );
   /** Queues this process found shared with workflows only in-cluster workers serve (warned once). */
   private readonly sharedQueues = new Set<string>();

@@ -6,12 +6,16 @@ import { afterAll, describe, expect, it } from "vitest";
 import {
   startOnPushWorker,
   startQueuedOnPushWorkers,
-  startQueuedOnPushWorkerWaiting,
+  startQueuedOnPushWorkersWaiting,
 } from "../../src/execution/start-on-push-worker.js";
 import { createTestEngine } from "../engine-fixture.js";
 import { databaseOfThisFile } from "../file-database.js";
 
 type TestEngine = Awaited<ReturnType<typeof createTestEngine>>;
+
+/** The start that waits, for one job, as a round of one sends it. */
+const startWaiting = (pool: Parameters<typeof startQueuedOnPushWorkers>[0], executionId: string) =>
+  startQueuedOnPushWorkersWaiting(pool, [{ executionId, dispatchSeq: 0 }])[0];
 
 /** The one-statement start of one job's first try, as a round of one sends it. */
 const startQueued = (pool: Parameters<typeof startQueuedOnPushWorkers>[0], executionId: string) =>
@@ -71,19 +75,13 @@ describe("starts on a push worker from two processes at once", () => {
     for (let round = 0; round < 50; round++) {
       // Room for both: the one that finds the worker's row locked waits for it instead of giving up.
       const [a, b] = [(await queued()).id, (await queued()).id];
-      const both = await Promise.all([
-        startQueuedOnPushWorkerWaiting(engine.pool, { executionId: a, dispatchSeq: 0 }),
-        startQueuedOnPushWorkerWaiting(other.pool, { executionId: b, dispatchSeq: 0 }),
-      ]);
+      const both = await Promise.all([startWaiting(engine.pool, a), startWaiting(other.pool, b)]);
       expect(both.filter(Boolean)).toHaveLength(2);
       expect(await running()).toBe(2);
       // Room for one: the one that waited counts the other's start and leaves its run queued.
       await prisma.execution.update({ where: { id: a }, data: { status: "cancelled", workerId: null } });
       const [c, d] = [(await queued()).id, (await queued()).id];
-      const one = await Promise.all([
-        startQueuedOnPushWorkerWaiting(engine.pool, { executionId: c, dispatchSeq: 0 }),
-        startQueuedOnPushWorkerWaiting(other.pool, { executionId: d, dispatchSeq: 0 }),
-      ]);
+      const one = await Promise.all([startWaiting(engine.pool, c), startWaiting(other.pool, d)]);
       expect(one.filter(Boolean)).toHaveLength(1);
       expect(await running()).toBe(2);
       await prisma.execution.updateMany({
@@ -101,9 +99,7 @@ describe("starts on a push worker from two processes at once", () => {
     try {
       await holder.query("BEGIN");
       await holder.query("SELECT 1 FROM workers WHERE id = $1 FOR UPDATE", [worker.id]);
-      expect(
-        await startQueuedOnPushWorkerWaiting(engine.pool, { executionId: run.id, dispatchSeq: 0 }),
-      ).toBeNull();
+      expect(await startWaiting(engine.pool, run.id)).toBeNull();
     } finally {
       await holder.query("ROLLBACK");
       holder.release();
@@ -116,6 +112,46 @@ describe("starts on a push worker from two processes at once", () => {
     } finally {
       stillWaits.release();
     }
+  });
+
+  it("starts that wait go together behind another replica's start, and take only the room it left", async () => {
+    const { engine, prisma, other, worker, queued, running } = await twoReplicasAndWorkerWith(3);
+    const held = await queued();
+    const ours = [(await queued()).id, (await queued()).id, (await queued()).id];
+    // The other replica's start holds the worker's row, its run started but not committed yet.
+    const holder = await other.pool.connect();
+    try {
+      await holder.query("BEGIN");
+      await holder.query("SELECT 1 FROM workers WHERE id = $1 FOR UPDATE", [worker.id]);
+      await holder.query(
+        "UPDATE executions SET status = 'running', worker_id = $2, lease = lease + 1 WHERE id = $1",
+        [held.id, worker.id],
+      );
+      await holder.query("UPDATE workers SET push_starts = push_starts + 1 WHERE id = $1", [worker.id]);
+      const waiting = Promise.all(
+        startQueuedOnPushWorkersWaiting(
+          engine.pool,
+          ours.map((executionId) => ({ executionId, dispatchSeq: 0 })),
+          "30000ms",
+        ),
+      );
+      const waitingForLock = async () =>
+        (
+          await prisma.$queryRaw<{ n: number }[]>`
+            SELECT count(*)::int AS n FROM pg_stat_activity
+             WHERE datname = current_database() AND wait_event_type = 'Lock'`
+        )[0]?.n;
+      await expect.poll(waitingForLock).toBe(1);
+      await holder.query("COMMIT");
+      // Room for three, one taken by the other replica's start: the first two of ours start.
+      const started = await waiting;
+      expect(started.map((s) => s !== null)).toEqual([true, true, false]);
+    } finally {
+      holder.release();
+    }
+    expect(await running()).toBe(3);
+    const pushStarts = (await prisma.worker.findUniqueOrThrow({ where: { id: worker.id } })).pushStarts;
+    expect(pushStarts).toBe(3);
   });
 
   it("starts sent together fill the least loaded workers' room and no more, each counting those before it", async () => {
