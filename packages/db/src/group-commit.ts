@@ -329,6 +329,11 @@ export class GroupCommit {
         else ready.push(p);
       }
       if (ready.length === 0) return [];
+      // Together or not at all: one that could not be prepared fails the rest with it.
+      if (!o.sendAgain && ready.length < group.length) {
+        for (const p of ready) p.reject(new Error("another statement of the group could not be prepared"));
+        return [];
+      }
       const outcome = await this.sendGroup(client, ready, o.lockTimeout);
       if (outcome === undefined) return [];
       if (rolledBackOnly(outcome) && !o.sendAgain) {
@@ -437,6 +442,7 @@ export function queryTogetherAlone(
   lockTimeout: LockTimeout,
 ): Promise<pg.QueryResult>[] {
   if (pool instanceof GroupCommitPool) return pool.queryTogetherAlone(statements, lockTimeout);
+  if (statements.length === 0) return [];
   const all = (async () => {
     const client = await pool.connect();
     try {

@@ -165,12 +165,13 @@ export function startQueuedOnPushWorkers(
 }
 
 /**
- * The same starts, waiting for the rows instead of skipping them: behind the commit of a start that
- * holds the worker's row (another API replica's round, on a push worker they share), counting that
- * start too; once the first has the row, the rest hold it as well (one transaction). They go
- * together in a transaction of their own, outside the group commits (a wait there would hold up
- * their other statements), and all give up after WAITING_START_LOCK_TIMEOUT or on a deadlock (null
- * for each): what would otherwise take the exact path's transaction, one run at a time.
+ * The same starts, the first waiting for the rows instead of skipping them: behind the commit of a
+ * start that holds the worker's row (another API replica's round, on a push worker they share),
+ * counting that start too; the rest, in the same transaction, hold the row it took and skip rows
+ * others hold, so a round waits once and two rounds can never wait for each other. They go together
+ * in a transaction of their own, outside the group commits (a wait there would hold up their other
+ * statements); when the wait outlasts WAITING_START_LOCK_TIMEOUT or Postgres breaks a deadlock, all
+ * give up (null for each): what would otherwise take the exact path's transaction, one run at a time.
  */
 export function startQueuedOnPushWorkersWaiting(
   pool: pg.Pool,
@@ -180,9 +181,10 @@ export function startQueuedOnPushWorkersWaiting(
   const now = new Date();
   return queryTogetherAlone(
     pool,
-    jobs.map((job) => ({
-      name: "spool_start_queued_on_push_worker_waiting",
-      text: START_QUEUED_ON_PUSH_WORKER_WAITING,
+    jobs.map((job, i) => ({
+      ...(i === 0
+        ? { name: "spool_start_queued_on_push_worker_waiting", text: START_QUEUED_ON_PUSH_WORKER_WAITING }
+        : { name: "spool_start_queued_on_push_worker", text: START_QUEUED_ON_PUSH_WORKER }),
       values: [job.executionId, job.dispatchSeq, now],
     })),
     lockTimeout,

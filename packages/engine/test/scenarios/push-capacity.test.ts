@@ -147,11 +147,42 @@ describe("starts on a push worker from two processes at once", () => {
       const started = await waiting;
       expect(started.map((s) => s !== null)).toEqual([true, true, false]);
     } finally {
+      await holder.query("ROLLBACK");
       holder.release();
     }
     expect(await running()).toBe(3);
     const pushStarts = (await prisma.worker.findUniqueOrThrow({ where: { id: worker.id } })).pushStarts;
     expect(pushStarts).toBe(3);
+  });
+
+  it("waiting rounds of two replicas on two workers never wait for each other: every start goes through", async () => {
+    const test = await createTestEngine();
+    const { engine, prisma } = test;
+    const other = createDatabase({ databaseUrl: await databaseOfThisFile(), maxConnections: 2 });
+    try {
+      const { queued } = await pushWorkerWith(test, 100);
+      await pushWorkerWith(test, 100, 10);
+      for (let round = 0; round < 30; round++) {
+        const ids = await Promise.all(Array.from({ length: 6 }, async () => (await queued()).id));
+        const jobs = ids.map((executionId) => ({ executionId, dispatchSeq: 0 }));
+        // A lock timeout far past any commit here: only a deadlock (Postgres breaks it after 1 s)
+        // would give a start up.
+        const started = await Promise.all([
+          ...startQueuedOnPushWorkersWaiting(engine.pool, jobs.slice(0, 3), "5000ms"),
+          ...startQueuedOnPushWorkersWaiting(other.pool, jobs.slice(3), "5000ms"),
+        ]);
+        // Only a round's first statement waits (for whichever worker it chose); the others take
+        // the rows their transaction holds or skip the other's: no two rounds wait for each other.
+        expect(started.map((s) => s !== null)).toEqual(Array(6).fill(true));
+        await prisma.execution.updateMany({
+          where: { id: { in: ids } },
+          data: { status: "cancelled", workerId: null },
+        });
+      }
+    } finally {
+      await other.prisma.$disconnect();
+      await other.pool.end();
+    }
   });
 
   it("starts sent together fill the least loaded workers' room and no more, each counting those before it", async () => {
