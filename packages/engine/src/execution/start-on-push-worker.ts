@@ -145,9 +145,9 @@ const GAVE_UP_WAITING = new Set(["55P03", "40P01"]);
  * statements (the engine's, @spool/db) they go in one group commit (one transaction, one round
  * trip), in order: a later one counts the runs an earlier one started and holds the worker row that
  * one locked, so jobs of the same workflow started together neither lock each other out nor fill a
- * slot twice (apart, as after a group's rollback, they skip each other's locked rows instead). Null for a job whose run did not start
- * (it moved on or is held, every worker is full, locked by another start or paused, a limited lane):
- * startOnPushWorker, after reading the run, decides then.
+ * slot twice (apart, as after a group's rollback, they skip each other's locked rows instead). Null
+ * for a job whose run did not start (it moved on or is held, every worker is full, locked by another
+ * start or paused, a limited lane): startOnPushWorker, after reading the run, decides then.
  */
 export function startQueuedOnPushWorkers(
   pool: pg.Pool,

@@ -67,8 +67,8 @@ export class PushDispatcher {
   private pushing = 0;
   private refreshing: Promise<void> = Promise.resolve();
   /**
-   * A project's one-statement starts, in rounds: those that come while a round is under way go
-   * together in the next, as one group commit whose statements see each other's starts (one round
+   * A project's one-statement starts, in rounds: those that come in one turn, or while a round is
+   * under way, go together, as one group commit whose statements see each other's starts (one round
    * trip for all). Started apart, two would often pick the same worker, and the one that found its
    * row locked (SKIP LOCKED) would take a slower path; one at a time, starts would be capped at one
    * per round trip.
