@@ -78,19 +78,32 @@ interface SendOptions {
 }
 const GROUPED: SendOptions = { lockTimeout: GROUP_LOCK_TIMEOUT, sendAgain: true };
 
-/** Statements as queued, and each one's outcome (a value that cannot be sent fails it at once). */
+/**
+ * A statement as queued, its values serialized now; undefined (its caller failed) when a value
+ * cannot be sent.
+ */
+function toPending(
+  statement: NamedStatement,
+  resolve: (result: pg.QueryResult) => void,
+  reject: (error: unknown) => void,
+): Pending | undefined {
+  try {
+    const wireValues = (statement.values ?? []).map((v) => internals.utils.prepareValue(v));
+    return { statement, wireValues, resolve, reject };
+  } catch (err) {
+    reject(err);
+    return undefined;
+  }
+}
+
+/** Statements as queued, and each one's outcome. */
 function pendingOf(statements: NamedStatement[]): { bundle: Pending[]; results: Promise<pg.QueryResult>[] } {
   const bundle: Pending[] = [];
   const results = statements.map(
     (statement) =>
       new Promise<pg.QueryResult>((resolve, reject) => {
-        let wireValues: unknown[];
-        try {
-          wireValues = (statement.values ?? []).map((v) => internals.utils.prepareValue(v));
-        } catch (err) {
-          return reject(err);
-        }
-        bundle.push({ statement, wireValues, resolve, reject });
+        const pending = toPending(statement, resolve, reject);
+        if (pending) bundle.push(pending);
       }),
   );
   return { bundle, results };
@@ -224,7 +237,10 @@ export class GroupCommit {
   }
 
   query(statement: NamedStatement): Promise<pg.QueryResult> {
-    return this.queryTogether([statement])[0] as Promise<pg.QueryResult>;
+    return new Promise((resolve, reject) => {
+      const pending = toPending(statement, resolve, reject);
+      if (pending) this.enqueue(pending);
+    });
   }
 
   /**
@@ -237,7 +253,12 @@ export class GroupCommit {
     const { bundle, results } = pendingOf(statements);
     if (bundle.length === 0) return results;
     (bundle[0] as Pending).bundle = bundle.length;
-    this.queue.push(...bundle);
+    this.enqueue(...bundle);
+    return results;
+  }
+
+  private enqueue(...pending: Pending[]): void {
+    this.queue.push(...pending);
     // Statements issued in the same turn of the event loop can share a group.
     if (!this.scheduled) {
       this.scheduled = true;
@@ -246,7 +267,6 @@ export class GroupCommit {
         this.pump();
       });
     }
-    return results;
   }
 
   /**

@@ -156,11 +156,7 @@ export function startQueuedOnPushWorkers(
   const now = new Date();
   return queryTogether(
     pool,
-    jobs.map((job) => ({
-      name: "spool_start_queued_on_push_worker",
-      text: START_QUEUED_ON_PUSH_WORKER,
-      values: [job.executionId, job.dispatchSeq, now],
-    })),
+    jobs.map((job) => startStatement(job, now, false)),
   ).map(async (result) => startedFrom((await result).rows[0]));
 }
 
@@ -181,12 +177,7 @@ export function startQueuedOnPushWorkersWaiting(
   const now = new Date();
   return queryTogetherAlone(
     pool,
-    jobs.map((job, i) => ({
-      ...(i === 0
-        ? { name: "spool_start_queued_on_push_worker_waiting", text: START_QUEUED_ON_PUSH_WORKER_WAITING }
-        : { name: "spool_start_queued_on_push_worker", text: START_QUEUED_ON_PUSH_WORKER }),
-      values: [job.executionId, job.dispatchSeq, now],
-    })),
+    jobs.map((job, i) => startStatement(job, now, i === 0)),
     lockTimeout,
   ).map(async (result) => {
     try {
@@ -196,6 +187,16 @@ export function startQueuedOnPushWorkersWaiting(
       throw err;
     }
   });
+}
+
+/** The one-statement start of a job's run, as a named statement (`waiting`: without SKIP LOCKED). */
+function startStatement(job: { executionId: string; dispatchSeq: number }, now: Date, waiting: boolean) {
+  return {
+    ...(waiting
+      ? { name: "spool_start_queued_on_push_worker_waiting", text: START_QUEUED_ON_PUSH_WORKER_WAITING }
+      : { name: "spool_start_queued_on_push_worker", text: START_QUEUED_ON_PUSH_WORKER }),
+    values: [job.executionId, job.dispatchSeq, now],
+  };
 }
 
 function startedFrom(row: StartedRow | undefined): StartedOnPushWorker | null {

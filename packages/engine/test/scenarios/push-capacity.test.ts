@@ -13,6 +13,10 @@ import { databaseOfThisFile } from "../file-database.js";
 
 type TestEngine = Awaited<ReturnType<typeof createTestEngine>>;
 
+/** Ends runs as far as their workers' slots go: a run that ends frees its slot. */
+const endRuns = (prisma: TestEngine["prisma"], ids: string[]) =>
+  prisma.execution.updateMany({ where: { id: { in: ids } }, data: { status: "cancelled", workerId: null } });
+
 /** The start that waits, for one job, as a round of one sends it. */
 const startWaiting = (pool: Parameters<typeof startQueuedOnPushWorkers>[0], executionId: string) =>
   startQueuedOnPushWorkersWaiting(pool, [{ executionId, dispatchSeq: 0 }])[0];
@@ -62,10 +66,7 @@ describe("starts on a push worker from two processes at once", () => {
       expect(started.filter(Boolean)).toHaveLength(1);
       expect(await running()).toBe(1);
       // The slot frees for the next round, as a run that ends frees it.
-      await prisma.execution.updateMany({
-        where: { id: { in: [a, b] } },
-        data: { status: "cancelled", workerId: null },
-      });
+      await endRuns(prisma, [a, b]);
     }
   });
 
@@ -79,15 +80,12 @@ describe("starts on a push worker from two processes at once", () => {
       expect(both.filter(Boolean)).toHaveLength(2);
       expect(await running()).toBe(2);
       // Room for one: the one that waited counts the other's start and leaves its run queued.
-      await prisma.execution.update({ where: { id: a }, data: { status: "cancelled", workerId: null } });
+      await endRuns(prisma, [a]);
       const [c, d] = [(await queued()).id, (await queued()).id];
       const one = await Promise.all([startWaiting(engine.pool, c), startWaiting(other.pool, d)]);
       expect(one.filter(Boolean)).toHaveLength(1);
       expect(await running()).toBe(2);
-      await prisma.execution.updateMany({
-        where: { id: { in: [b, c, d] } },
-        data: { status: "cancelled", workerId: null },
-      });
+      await endRuns(prisma, [b, c, d]);
     }
   });
 
@@ -174,10 +172,7 @@ describe("starts on a push worker from two processes at once", () => {
         // Only a round's first statement waits (for whichever worker it chose); the others take
         // the rows their transaction holds or skip the other's: no two rounds wait for each other.
         expect(started.map((s) => s !== null)).toEqual(Array(6).fill(true));
-        await prisma.execution.updateMany({
-          where: { id: { in: ids } },
-          data: { status: "cancelled", workerId: null },
-        });
+        await endRuns(prisma, ids);
       }
     } finally {
       await other.prisma.$disconnect();
