@@ -119,47 +119,84 @@ interface Pending {
   reject(error: unknown): void;
 }
 
+/**
+ * What Postgres describes a prepared statement's result as (its RowDescription's fields; none for a
+ * statement that returns no rows), learnt from the statement's first execution in a group on a
+ * connection. Kept per connection: a statement prepared there keeps its result's shape (were it to
+ * change, Postgres would refuse to run it), while one prepared after a migration may differ.
+ */
+interface Described {
+  text: string;
+  fields: unknown[];
+}
+const describedOn = new WeakMap<pg.Connection, Map<string, Described>>();
+
+/**
+ * The SET and RESET around a group, as prepared statements (parsed once per connection rather than
+ * with every group, as the hot path's own statements are).
+ */
+function lockTimeoutStatements(lockTimeout: LockTimeout): { set: NamedStatement; reset: NamedStatement } {
+  return {
+    set: { name: `spool_set_lock_timeout_${lockTimeout}`, text: `SET lock_timeout = '${lockTimeout}'` },
+    reset: { name: "spool_reset_lock_timeout", text: "RESET lock_timeout" },
+  };
+}
+
 /** One group on the wire: a pg Submittable answering each message for the statement it belongs to. */
 class StatementGroup implements pg.Submittable {
   readonly results: RowResult[];
   /** A row that failed to parse, per statement: that statement's caller gets the error. */
   readonly rowErrors: unknown[];
+  /** Per statement: whether its result is asked to be described (it is not yet in `described`). */
+  private readonly describing: boolean[];
+  /** Per statement: whether its RowDescription came (a described statement without rows gets none). */
+  private readonly rowDescription: boolean[];
   /** The statement the next message is about: -1 the SET before them, `length` the RESET after. */
   private current = -1;
 
   constructor(
     private readonly statements: Pending[],
     private readonly lockTimeout: LockTimeout,
+    private readonly described: Map<string, Described>,
     private readonly settled: (error: unknown) => void,
   ) {
     this.results = statements.map(() => new internals.Result());
     this.rowErrors = statements.map(() => undefined);
+    this.rowDescription = statements.map(() => false);
+    // A statement whose result Postgres has described on this connection is not described again.
+    this.describing = statements.map(({ statement }, i) => {
+      const known = described.get(statement.name);
+      if (known?.text !== statement.text) return true;
+      this.results[i]?.addFields(known.fields);
+      return false;
+    });
   }
 
   submit(connection: pg.Connection): void {
+    // A group holds the rows its first statements locked while a later one waits. It gives way
+    // instead of waiting long (its statements are then sent alone): it can never be the other half
+    // of a deadlock with a transaction that locks runs in their lock order. Both settings are
+    // transactional, so an aborted group leaves the connection as it found it.
+    const { set, reset } = lockTimeoutStatements(this.lockTimeout);
     corked(connection, (wire) => {
-      const unnamed = (text: string) => {
-        wire.parse({ name: "", text, types: [] });
-        wire.bind({ portal: "", statement: "", values: [] });
+      const execute = (name: string, values: unknown[], describe: boolean) => {
+        wire.bind({ portal: "", statement: name, values });
+        if (describe) wire.describe({ type: "P", name: "" });
         wire.execute({ portal: "", rows: 0 });
       };
-      // A group holds the rows its first statements locked while a later one waits. It gives way
-      // instead of waiting long (its statements are then sent alone): it can never be the other half
-      // of a deadlock with a transaction that locks runs in their lock order. Both settings are
-      // transactional, so an aborted group leaves the connection as it found it.
-      unnamed(`SET lock_timeout = '${this.lockTimeout}'`);
-      for (const { statement, wireValues } of this.statements) {
-        wire.bind({ portal: "", statement: statement.name, values: wireValues });
-        wire.describe({ type: "P", name: "" });
-        wire.execute({ portal: "", rows: 0 });
-      }
-      unnamed("RESET lock_timeout");
+      execute(set.name, [], false);
+      this.statements.forEach(({ statement, wireValues }, i) =>
+        execute(statement.name, wireValues, this.describing[i] === true),
+      );
+      execute(reset.name, [], false);
       wire.sync();
     });
   }
 
   handleRowDescription(msg: { fields: unknown[] }): void {
     this.results[this.current]?.addFields(msg.fields);
+    this.rowDescription[this.current] = true;
+    this.learn(msg.fields);
   }
 
   handleDataRow(msg: { fields: unknown[] }): void {
@@ -173,6 +210,8 @@ class StatementGroup implements pg.Submittable {
   }
 
   handleCommandComplete(msg: unknown): void {
+    // Described and no RowDescription came: the statement returns no rows.
+    if (this.describing[this.current] && !this.rowDescription[this.current]) this.learn([]);
     this.results[this.current]?.addCommandComplete(msg);
     this.current++;
   }
@@ -184,11 +223,19 @@ class StatementGroup implements pg.Submittable {
   handlePortalSuspended(): void {}
 
   handleError(error: unknown): void {
+    for (const { statement } of this.statements) this.described.delete(statement.name);
     this.settled(error);
   }
 
   handleReadyForQuery(): void {
     this.settled(null);
+  }
+
+  /** Remembers how Postgres described the current statement's result. */
+  private learn(fields: unknown[]): void {
+    const statement = this.statements[this.current]?.statement;
+    if (statement && this.describing[this.current])
+      this.described.set(statement.name, { text: statement.text, fields });
   }
 }
 
@@ -334,11 +381,23 @@ export class GroupCommit {
       // A statement not yet prepared on this connection is prepared first (once per connection), so
       // a group never carries a Parse, whose fate after an error would be unknown.
       const parsed = (client as unknown as { connection: Wire }).connection.parsedStatements;
+      const prepare = (name: string, text: string) =>
+        new Promise<unknown>((done) => client.query(new Prepare(name, text, done)));
+      const { set, reset } = lockTimeoutStatements(o.lockTimeout);
+      for (const { name, text } of [set, reset]) {
+        if (parsed[name] === text) continue;
+        const error = await prepare(name, text);
+        if (error !== undefined) {
+          lost = error;
+          for (const p of group) p.reject(error);
+          return [];
+        }
+      }
       const ready: Pending[] = [];
       for (const p of group) {
         const { name, text } = p.statement;
         if (lost === undefined && parsed[name] !== text) {
-          const error = await new Promise((done) => client.query(new Prepare(name, text, done)));
+          const error = await prepare(name, text);
           if (error !== undefined && !rolledBackOnly(error)) lost = error;
           if (error !== undefined) {
             p.reject(error);
@@ -376,7 +435,10 @@ export class GroupCommit {
   /** Sends a group on `client`: undefined when it committed (every caller answered), else the error. */
   private sendGroup(client: pg.PoolClient, group: Pending[], lockTimeout: LockTimeout): Promise<unknown> {
     return new Promise((done) => {
-      const submitted = new StatementGroup(group, lockTimeout, (error) => {
+      const connection = (client as unknown as { connection: pg.Connection }).connection;
+      let described = describedOn.get(connection);
+      if (!described) describedOn.set(connection, (described = new Map()));
+      const submitted = new StatementGroup(group, lockTimeout, described, (error) => {
         if (error === null)
           group.forEach((p, i) => {
             const rowError = submitted.rowErrors[i];

@@ -108,6 +108,30 @@ describe("group commit of named statements", () => {
     expect((await pool.query<{ lock_timeout: string }>("SHOW lock_timeout")).rows[0]!.lock_timeout).toBe("0");
   });
 
+  it("a statement run again on a connection (its result no longer described) returns the same rows and types", async () => {
+    const one = new GroupCommitPool({ connectionString: url, max: 1 }, { maxGroups: 1 });
+    const shaped = (id: number) =>
+      one.query<{ id: number; at: Date; note: string | null }>({
+        name: `${table}_shaped`,
+        text: `SELECT id, v, now() AS at, NULL::text AS note FROM ${table} WHERE id = $1`,
+        values: [id],
+      });
+    const touch = (id: number) =>
+      one.query({ name: `${table}_touch`, text: `UPDATE ${table} SET v = v WHERE id = $1`, values: [id] });
+    try {
+      for (let round = 0; round < 3; round++) {
+        const [a, b, t] = await Promise.all([shaped(25), shaped(26), touch(25)]);
+        expect(a.rows).toEqual([{ id: 25, v: 0, at: expect.any(Date), note: null }]);
+        expect(b.rows).toEqual([{ id: 26, v: 0, at: expect.any(Date), note: null }]);
+        expect(a.fields.map((f) => f.name)).toEqual(["id", "v", "at", "note"]);
+        expect(t.rowCount).toBe(1);
+        expect(t.rows).toEqual([]);
+      }
+    } finally {
+      await one.end();
+    }
+  });
+
   it("a statement that fails fails only its own caller; the others commit", async () => {
     const settled = await Promise.allSettled([insert(2001), insert(1), insert(2002)]);
     expect(settled.map((s) => s.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
