@@ -185,9 +185,9 @@ class StatementGroup implements pg.Submittable {
         wire.execute({ portal: "", rows: 0 });
       };
       execute(set.name, [], false);
-      this.statements.forEach(({ statement, wireValues }, i) =>
-        execute(statement.name, wireValues, this.describing[i] === true),
-      );
+      this.statements.forEach(({ statement, wireValues }, i) => {
+        execute(statement.name, wireValues, this.describing[i] === true);
+      });
       execute(reset.name, [], false);
       wire.sync();
     });
@@ -436,8 +436,8 @@ export class GroupCommit {
   private sendGroup(client: pg.PoolClient, group: Pending[], lockTimeout: LockTimeout): Promise<unknown> {
     return new Promise((done) => {
       const connection = (client as unknown as { connection: pg.Connection }).connection;
-      let described = describedOn.get(connection);
-      if (!described) describedOn.set(connection, (described = new Map()));
+      const described = describedOn.get(connection) ?? new Map<string, Described>();
+      describedOn.set(connection, described);
       const submitted = new StatementGroup(group, lockTimeout, described, (error) => {
         if (error === null)
           group.forEach((p, i) => {

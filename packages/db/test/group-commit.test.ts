@@ -110,13 +110,13 @@ describe("group commit of named statements", () => {
 
   it("a statement run again on a connection (its result no longer described) returns the same rows and types", async () => {
     const one = new GroupCommitPool({ connectionString: url, max: 1 }, { maxGroups: 1 });
-    const shaped = (id: number) =>
-      one.query<{ id: number; at: Date; note: string | null }>({
+    const shaped = (id: number): Promise<pg.QueryResult> =>
+      one.query({
         name: `${table}_shaped`,
         text: `SELECT id, v, now() AS at, NULL::text AS note FROM ${table} WHERE id = $1`,
         values: [id],
       });
-    const touch = (id: number) =>
+    const touch = (id: number): Promise<pg.QueryResult> =>
       one.query({ name: `${table}_touch`, text: `UPDATE ${table} SET v = v WHERE id = $1`, values: [id] });
     try {
       for (let round = 0; round < 3; round++) {
