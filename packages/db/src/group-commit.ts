@@ -42,14 +42,7 @@ interface Wire {
   execute(o: { portal: string; rows: number }): void;
   sync(): void;
 }
-interface RowResult extends pg.QueryResult {
-  addFields(fields: unknown[]): void;
-  parseRow(fields: unknown[]): pg.QueryResultRow;
-  addRow(row: pg.QueryResultRow): void;
-  addCommandComplete(msg: unknown): void;
-}
 const internals = pg as unknown as {
-  Result: new () => RowResult;
   utils: { prepareValue(value: unknown): unknown };
 };
 
@@ -120,16 +113,59 @@ interface Pending {
 }
 
 /**
- * What Postgres describes a prepared statement's result as (its RowDescription's fields; none for a
- * statement that returns no rows), learnt from the statement's first execution in a group on a
- * connection. Kept per connection: a statement prepared there keeps its result's shape (were it to
- * change, Postgres would refuse to run it), while one prepared after a migration may differ.
+ * What Postgres describes a prepared statement's result as (its RowDescription's fields, none for a
+ * statement that returns no rows) and the parser of each column, learnt from the statement's first
+ * execution in a group on a connection. Kept per connection: a statement prepared there keeps its
+ * result's shape (were it to change, Postgres would refuse to run it), while one prepared after a
+ * migration may differ.
  */
 interface Described {
   text: string;
-  fields: unknown[];
+  fields: pg.FieldDef[];
+  parsers: ((raw: string) => unknown)[];
 }
 const describedOn = new WeakMap<pg.Connection, Map<string, Described>>();
+
+function descriptionOf(text: string, fields: pg.FieldDef[]): Described {
+  // Results come in text format: a group binds none as binary.
+  return { text, fields, parsers: fields.map((f) => pg.types.getTypeParser(f.dataTypeID, "text")) };
+}
+
+/** One statement's outcome, as pg.Pool.query gives it: rows as objects, parsed by column type. */
+class GroupResult implements pg.QueryResult {
+  command = "";
+  rowCount: number | null = null;
+  oid = 0;
+  rows: pg.QueryResultRow[] = [];
+  fields: pg.FieldDef[] = [];
+  private parsers: ((raw: string) => unknown)[] = [];
+
+  describeAs(d: Described): void {
+    this.fields = d.fields;
+    this.parsers = d.parsers;
+  }
+
+  addRow(raw: (string | null)[]): void {
+    const row: pg.QueryResultRow = {};
+    this.fields.forEach((field, i) => {
+      const value = raw[i];
+      row[field.name] = value === null || value === undefined ? null : this.parsers[i]?.(value);
+    });
+    this.rows.push(row);
+  }
+
+  /** The command tag: `INSERT <oid> <rows>`, `UPDATE <rows>`, `SELECT <rows>`, … */
+  complete(tag: string): void {
+    const [command = "", first, second] = tag.split(" ");
+    this.command = command;
+    if (second !== undefined) {
+      this.oid = Number(first);
+      this.rowCount = Number(second);
+    } else if (first !== undefined) {
+      this.rowCount = Number(first);
+    }
+  }
+}
 
 /**
  * The SET and RESET around a group, as prepared statements (parsed once per connection rather than
@@ -144,7 +180,7 @@ function lockTimeoutStatements(lockTimeout: LockTimeout): { set: NamedStatement;
 
 /** One group on the wire: a pg Submittable answering each message for the statement it belongs to. */
 class StatementGroup implements pg.Submittable {
-  readonly results: RowResult[];
+  readonly results: GroupResult[];
   /** A row that failed to parse, per statement: that statement's caller gets the error. */
   readonly rowErrors: unknown[];
   /** Per statement: whether its result is asked to be described (it is not yet in `described`). */
@@ -160,14 +196,14 @@ class StatementGroup implements pg.Submittable {
     private readonly described: Map<string, Described>,
     private readonly settled: (error: unknown) => void,
   ) {
-    this.results = statements.map(() => new internals.Result());
+    this.results = statements.map(() => new GroupResult());
     this.rowErrors = statements.map(() => undefined);
     this.rowDescription = statements.map(() => false);
     // A statement whose result Postgres has described on this connection is not described again.
     this.describing = statements.map(({ statement }, i) => {
       const known = described.get(statement.name);
       if (known?.text !== statement.text) return true;
-      this.results[i]?.addFields(known.fields);
+      this.results[i]?.describeAs(known);
       return false;
     });
   }
@@ -193,26 +229,25 @@ class StatementGroup implements pg.Submittable {
     });
   }
 
-  handleRowDescription(msg: { fields: unknown[] }): void {
-    this.results[this.current]?.addFields(msg.fields);
+  handleRowDescription(msg: { fields: pg.FieldDef[] }): void {
     this.rowDescription[this.current] = true;
     this.learn(msg.fields);
   }
 
-  handleDataRow(msg: { fields: unknown[] }): void {
+  handleDataRow(msg: { fields: (string | null)[] }): void {
     const result = this.results[this.current];
     if (!result || this.rowErrors[this.current] !== undefined) return;
     try {
-      result.addRow(result.parseRow(msg.fields));
+      result.addRow(msg.fields);
     } catch (err) {
       this.rowErrors[this.current] = err;
     }
   }
 
-  handleCommandComplete(msg: unknown): void {
+  handleCommandComplete(msg: { text: string }): void {
     // Described and no RowDescription came: the statement returns no rows.
     if (this.describing[this.current] && !this.rowDescription[this.current]) this.learn([]);
-    this.results[this.current]?.addCommandComplete(msg);
+    this.results[this.current]?.complete(msg.text);
     this.current++;
   }
 
@@ -231,11 +266,13 @@ class StatementGroup implements pg.Submittable {
     this.settled(null);
   }
 
-  /** Remembers how Postgres described the current statement's result. */
-  private learn(fields: unknown[]): void {
+  /** The current statement's result as Postgres described it, remembered for the next groups. */
+  private learn(fields: pg.FieldDef[]): void {
     const statement = this.statements[this.current]?.statement;
-    if (statement && this.describing[this.current])
-      this.described.set(statement.name, { text: statement.text, fields });
+    if (!statement || !this.describing[this.current]) return;
+    const description = descriptionOf(statement.text, fields);
+    this.results[this.current]?.describeAs(description);
+    this.described.set(statement.name, description);
   }
 }
 
