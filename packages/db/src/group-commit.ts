@@ -127,8 +127,9 @@ interface Described {
 const describedOn = new WeakMap<pg.Connection, Map<string, Described>>();
 
 function descriptionOf(text: string, fields: pg.FieldDef[]): Described {
-  // Results come in text format: a group binds none as binary.
-  return { text, fields, parsers: fields.map((f) => pg.types.getTypeParser(f.dataTypeID, "text")) };
+  // Results come in text format: a group binds none as binary. Frozen: every result shares them.
+  const parsers = fields.map((f) => pg.types.getTypeParser(f.dataTypeID, "text"));
+  return { text, fields: Object.freeze([...fields]) as pg.FieldDef[], parsers };
 }
 
 /** One statement's outcome, as pg.Pool.query gives it: rows as objects, parsed by column type. */
@@ -146,6 +147,10 @@ class GroupResult implements pg.QueryResult {
   }
 
   addRow(raw: (string | null)[]): void {
+    // A row unlike its description (which cannot happen on a connection that prepared the statement,
+    // only behind a pooler that prepares it again elsewhere) fails rather than misreads.
+    if (raw.length !== this.fields.length)
+      throw new Error(`a row of ${raw.length} columns where ${this.fields.length} were described`);
     const row: pg.QueryResultRow = {};
     this.fields.forEach((field, i) => {
       const value = raw[i];
@@ -154,9 +159,9 @@ class GroupResult implements pg.QueryResult {
     this.rows.push(row);
   }
 
-  /** The command tag: `INSERT <oid> <rows>`, `UPDATE <rows>`, `SELECT <rows>`, … */
+  /** The command tag: `INSERT <oid> <rows>`, `UPDATE <rows>`, `SELECT <rows>`, `CREATE TABLE`, … */
   complete(tag: string): void {
-    const [command = "", first, second] = tag.split(" ");
+    const [, command = "", first, second] = /^([A-Za-z]+)(?: (\d+))?(?: (\d+))?/.exec(tag) ?? [];
     this.command = command;
     if (second !== undefined) {
       this.oid = Number(first);
@@ -241,6 +246,9 @@ class StatementGroup implements pg.Submittable {
       result.addRow(msg.fields);
     } catch (err) {
       this.rowErrors[this.current] = err;
+      // Described again next time, should the description be what failed it.
+      const statement = this.statements[this.current]?.statement;
+      if (statement) this.described.delete(statement.name);
     }
   }
 

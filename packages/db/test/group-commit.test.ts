@@ -108,8 +108,19 @@ describe("group commit of named statements", () => {
     expect((await pool.query<{ lock_timeout: string }>("SHOW lock_timeout")).rows[0]!.lock_timeout).toBe("0");
   });
 
-  it("a statement run again on a connection (its result no longer described) returns the same rows and types", async () => {
+  it("a statement is described once per connection, returns the same rows and types after, and again on the next connection", async () => {
     const one = new GroupCommitPool({ connectionString: url, max: 1 }, { maxGroups: 1 });
+    // Counts the Describe messages sent on the pool's connection (node-postgres' own queries send one too).
+    let describes = 0;
+    one.on("connect", (client) => {
+      const connection = (client as unknown as { connection: { describe: (...a: unknown[]) => void } })
+        .connection;
+      const describe = connection.describe.bind(connection);
+      connection.describe = (...a: unknown[]) => {
+        describes++;
+        describe(...a);
+      };
+    });
     const shaped = (id: number): Promise<pg.QueryResult> =>
       one.query({
         name: `${table}_shaped`,
@@ -118,15 +129,34 @@ describe("group commit of named statements", () => {
       });
     const touch = (id: number): Promise<pg.QueryResult> =>
       one.query({ name: `${table}_touch`, text: `UPDATE ${table} SET v = v WHERE id = $1`, values: [id] });
+    const failing = (): Promise<pg.QueryResult> =>
+      one.query({
+        name: `${table}_failing`,
+        text: `SELECT 1 / (v - v) AS boom FROM ${table} WHERE id = 25`,
+      });
     try {
+      const perRound: number[] = [];
       for (let round = 0; round < 3; round++) {
+        const before = describes;
         const [a, b, t] = await Promise.all([shaped(25), shaped(26), touch(25)]);
+        perRound.push(describes - before);
         expect(a.rows).toEqual([{ id: 25, v: 0, at: expect.any(Date), note: null }]);
         expect(b.rows).toEqual([{ id: 26, v: 0, at: expect.any(Date), note: null }]);
         expect(a.fields.map((f) => f.name)).toEqual(["id", "v", "at", "note"]);
         expect(t.rowCount).toBe(1);
         expect(t.rows).toEqual([]);
       }
+      // All three the first time (nothing known yet), none after.
+      expect(perRound).toEqual([3, 0, 0]);
+
+      // A statement's error ends its connection (the pool drops a client whose query failed); what
+      // the next connection runs is described again there.
+      const settled = await Promise.allSettled([shaped(25), failing()]);
+      expect(settled.map((r) => r.status)).toEqual(["fulfilled", "rejected"]);
+      const before = describes;
+      const [again] = await Promise.all([shaped(26), touch(26)]);
+      expect(describes - before).toBe(2);
+      expect(again.rows).toEqual([{ id: 26, v: 0, at: expect.any(Date), note: null }]);
     } finally {
       await one.end();
     }
