@@ -21,6 +21,9 @@ import { InRounds } from "../util/in-rounds.js";
 import { recordPushOutcome, servedByAnyPushWorker, servedElsewhere } from "../workers/workers.js";
 import { type PushOutcome, sendCancel, sendPush } from "./push-client.js";
 
+/** Why a push's watch stops; abort() without a reason builds a DOMException and its stack every push. */
+const PUSH_OVER = new Error("the push is over");
+
 type RunJob = Extract<JobData, { kind: "run" }>;
 
 export interface PushDispatcherOptions {
@@ -233,7 +236,7 @@ export class PushDispatcher {
         }
       } finally {
         this.engine.pushedRuns.remove(execution);
-        stopWatching.abort();
+        stopWatching.abort(PUSH_OVER);
       }
       this.o.logger.warn(
         {
