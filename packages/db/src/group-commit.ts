@@ -4,9 +4,10 @@ import pg from "pg";
  * Group commit for the hot path's prepared statements. Under load every run's statements queue up
  * behind each other; sent one by one, each costs a round trip, a commit and, on this kind of
  * machine, two syscalls and a wake-up on each side, which is most of what a no-op step costs. What
- * queues while the pool's groups are busy leaves as one group instead: one message (a Bind, Describe
- * and Execute per statement, one Sync), so one transaction and one commit. An idle process sends
- * each statement at once, alone, so the group adds no wait.
+ * queues while the pool's groups are busy leaves as one group instead: one message (a Bind and
+ * Execute per statement, a Describe only the first time a statement runs on the connection, one
+ * Sync), so one transaction and one commit. An idle process sends each statement at once, alone, so
+ * the group adds no wait.
  *
  * Each statement keeps its meaning: the hot path's statements are single self-contained statements
  * (a conditional write and its reads in one), each reads a fresh snapshot (read committed), and every
