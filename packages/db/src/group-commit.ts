@@ -173,15 +173,27 @@ class GroupResult implements pg.QueryResult {
   }
 }
 
+/** The SET and RESET around a group. */
+interface LockTimeoutStatements {
+  set: NamedStatement;
+  reset: NamedStatement;
+}
+const lockTimeoutStatementsOf = new Map<LockTimeout, LockTimeoutStatements>();
+
 /**
- * The SET and RESET around a group, as prepared statements (parsed once per connection rather than
- * with every group, as the hot path's own statements are).
+ * The SET and RESET around a group under `lockTimeout`, as prepared statements (parsed once per
+ * connection rather than with every group, as the hot path's own statements are).
  */
-function lockTimeoutStatements(lockTimeout: LockTimeout): { set: NamedStatement; reset: NamedStatement } {
-  return {
-    set: { name: `spool_set_lock_timeout_${lockTimeout}`, text: `SET lock_timeout = '${lockTimeout}'` },
-    reset: { name: "spool_reset_lock_timeout", text: "RESET lock_timeout" },
-  };
+function lockTimeoutStatements(lockTimeout: LockTimeout): LockTimeoutStatements {
+  let statements = lockTimeoutStatementsOf.get(lockTimeout);
+  if (!statements) {
+    statements = {
+      set: { name: `spool_set_lock_timeout_${lockTimeout}`, text: `SET lock_timeout = '${lockTimeout}'` },
+      reset: { name: "spool_reset_lock_timeout", text: "RESET lock_timeout" },
+    };
+    lockTimeoutStatementsOf.set(lockTimeout, statements);
+  }
+  return statements;
 }
 
 /** One group on the wire: a pg Submittable answering each message for the statement it belongs to. */
@@ -189,22 +201,19 @@ class StatementGroup implements pg.Submittable {
   readonly results: GroupResult[];
   /** A row that failed to parse, per statement: that statement's caller gets the error. */
   readonly rowErrors: unknown[];
-  /** Per statement: whether its result is asked to be described (it is not yet in `described`). */
+  /** Per statement: whether its result is asked to be described and not yet learnt from the answer. */
   private readonly describing: boolean[];
-  /** Per statement: whether its RowDescription came (a described statement without rows gets none). */
-  private readonly rowDescription: boolean[];
   /** The statement the next message is about: -1 the SET before them, `length` the RESET after. */
   private current = -1;
 
   constructor(
     private readonly statements: Pending[],
-    private readonly lockTimeout: LockTimeout,
+    private readonly around: LockTimeoutStatements,
     private readonly described: Map<string, Described>,
     private readonly settled: (error: unknown) => void,
   ) {
     this.results = statements.map(() => new GroupResult());
     this.rowErrors = statements.map(() => undefined);
-    this.rowDescription = statements.map(() => false);
     // A statement whose result Postgres has described on this connection is not described again.
     this.describing = statements.map(({ statement }, i) => {
       const known = described.get(statement.name);
@@ -219,7 +228,7 @@ class StatementGroup implements pg.Submittable {
     // instead of waiting long (its statements are then sent alone): it can never be the other half
     // of a deadlock with a transaction that locks runs in their lock order. Both settings are
     // transactional, so an aborted group leaves the connection as it found it.
-    const { set, reset } = lockTimeoutStatements(this.lockTimeout);
+    const { set, reset } = this.around;
     corked(connection, (wire) => {
       const execute = (name: string, values: unknown[], describe: boolean) => {
         wire.bind({ portal: "", statement: name, values });
@@ -236,7 +245,6 @@ class StatementGroup implements pg.Submittable {
   }
 
   handleRowDescription(msg: { fields: pg.FieldDef[] }): void {
-    this.rowDescription[this.current] = true;
     this.learn(msg.fields);
   }
 
@@ -255,7 +263,7 @@ class StatementGroup implements pg.Submittable {
 
   handleCommandComplete(msg: { text: string }): void {
     // Described and no RowDescription came: the statement returns no rows.
-    if (this.describing[this.current] && !this.rowDescription[this.current]) this.learn([]);
+    if (this.describing[this.current]) this.learn([]);
     this.results[this.current]?.complete(msg.text);
     this.current++;
   }
@@ -282,6 +290,7 @@ class StatementGroup implements pg.Submittable {
     const description = descriptionOf(statement.text, fields);
     this.results[this.current]?.describeAs(description);
     this.described.set(statement.name, description);
+    this.describing[this.current] = false;
   }
 }
 
@@ -429,8 +438,8 @@ export class GroupCommit {
       const parsed = (client as unknown as { connection: Wire }).connection.parsedStatements;
       const prepare = (name: string, text: string) =>
         new Promise<unknown>((done) => client.query(new Prepare(name, text, done)));
-      const { set, reset } = lockTimeoutStatements(o.lockTimeout);
-      for (const { name, text } of [set, reset]) {
+      const around = lockTimeoutStatements(o.lockTimeout);
+      for (const { name, text } of [around.set, around.reset]) {
         if (parsed[name] === text) continue;
         const error = await prepare(name, text);
         if (error !== undefined) {
@@ -459,7 +468,7 @@ export class GroupCommit {
         for (const p of ready) p.reject(new Error("another statement of the group could not be prepared"));
         return [];
       }
-      const outcome = await this.sendGroup(client, ready, o.lockTimeout);
+      const outcome = await this.sendGroup(client, ready, around);
       if (outcome === undefined) return [];
       if (rolledBackOnly(outcome) && !o.sendAgain) {
         for (const p of ready) p.reject(outcome);
@@ -479,12 +488,16 @@ export class GroupCommit {
   }
 
   /** Sends a group on `client`: undefined when it committed (every caller answered), else the error. */
-  private sendGroup(client: pg.PoolClient, group: Pending[], lockTimeout: LockTimeout): Promise<unknown> {
+  private sendGroup(
+    client: pg.PoolClient,
+    group: Pending[],
+    around: LockTimeoutStatements,
+  ): Promise<unknown> {
     return new Promise((done) => {
       const connection = (client as unknown as { connection: pg.Connection }).connection;
       const described = describedOn.get(connection) ?? new Map<string, Described>();
       describedOn.set(connection, described);
-      const submitted = new StatementGroup(group, lockTimeout, described, (error) => {
+      const submitted = new StatementGroup(group, around, described, (error) => {
         if (error === null)
           group.forEach((p, i) => {
             const rowError = submitted.rowErrors[i];
