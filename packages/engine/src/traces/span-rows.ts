@@ -11,6 +11,18 @@ export type SpanRow = Prisma.SpanUncheckedCreateInput;
 
 const json = (v: unknown) => (v === undefined || v === null ? P.DbNull : (v as Prisma.InputJsonValue));
 
+/**
+ * An execution's own span id, derived once for a run of consecutive calls about one execution: each
+ * of its step spans names it as parent, and a completion builds them all together.
+ */
+let lastExecutionSpan = { executionId: "", spanId: "" };
+function executionSpanId(executionId: string): string {
+  if (lastExecutionSpan.executionId !== executionId) {
+    lastExecutionSpan = { executionId, spanId: spanIdOf(executionId) };
+  }
+  return lastExecutionSpan.spanId;
+}
+
 const stepSpanType = (kind: string): SpanType => (kind === "llm" ? "llm" : kind === "tool" ? "tool" : "step");
 
 /** The execution's own span; a child's hangs under the parent's step that started it. */
@@ -18,7 +30,7 @@ export function executionSpan(e: Execution): SpanRow {
   const parentSpanId = e.parentExecutionId ? spanIdOf(e.parentExecutionId, e.stepKey ?? null) : null;
   const endedAt = isTerminal(e.status) ? (e.completedAt ?? e.cancelledAt ?? e.updatedAt) : null;
   return {
-    spanId: spanIdOf(e.id),
+    spanId: executionSpanId(e.id),
     traceId: traceIdOf(e.rootExecutionId ?? e.id),
     projectId: e.projectId,
     executionId: e.id,
@@ -50,7 +62,7 @@ const stepBase = (e: Pick<Execution, "id" | "projectId" | "rootExecutionId">, st
   traceId: traceIdOf(e.rootExecutionId ?? e.id),
   projectId: e.projectId,
   executionId: e.id,
-  parentSpanId: spanIdOf(e.id),
+  parentSpanId: executionSpanId(e.id),
   name: stepKey,
 });
 
