@@ -84,9 +84,9 @@ const access = createMiddleware<ApiEnv>(async (c, next) => {
 
 /** 429 with Retry-After for a project key past its requests per second (the admin key is not limited). */
 function limitRate(c: Context<ApiEnv>): void {
-  const principal = c.var.principal;
+  const principal = c.get("principal");
   if (principal.kind !== "project") return;
-  const wait = c.var.limits.rate.take(principal.keyId);
+  const wait = c.get("limits").rate.take(principal.keyId);
   if (wait > 0) {
     c.header("Retry-After", String(wait));
     throw new SpoolError(

@@ -14,6 +14,7 @@ export interface ApiLimits {
   streams: PerKeySlots;
 }
 
+/** Read with `c.get(name)`: Hono's `c.var` copies every variable into a new object on each read. */
 export interface ApiVariables {
   engine: Engine;
   limits: ApiLimits;

@@ -100,7 +100,12 @@ export const onError: ErrorHandler<ApiEnv> = (err, c) => {
       err.status === 400 && /JSON/i.test(err.message) ? "malformed JSON in request body" : err.message;
     return errorJson(c, new SpoolError(type, message || type.toLowerCase()));
   }
-  const failure = logFailure(c.var.logger, err, { path: c.req.path, method: c.req.method }, c.req.raw.signal);
+  const failure = logFailure(
+    c.get("logger"),
+    err,
+    { path: c.req.path, method: c.req.method },
+    c.req.raw.signal,
+  );
   if (failure === "client_gone") return c.body(null, 499 as UnofficialStatusCode);
   if (failure === "unavailable") return errorJson(c, unavailable());
   return errorJson(c, new SpoolError("INTERNAL_ERROR", "internal error"));

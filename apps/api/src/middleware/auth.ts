@@ -32,7 +32,7 @@ export const authenticate = createMiddleware<ApiEnv>(async (c, next) => {
   if (presented.fromCookie && !SAFE_METHODS.has(c.req.method) && !headerProjectId((n) => c.req.header(n))) {
     throw forbidden("a write with the session cookie must carry the X-Project-ID header");
   }
-  const principal = await c.var.engine.projects.authenticate(presented.key);
+  const principal = await c.get("engine").projects.authenticate(presented.key);
   if (!principal) throw unauthorized("invalid or revoked API key");
   c.set("principal", principal);
   await next();
@@ -48,8 +48,8 @@ const headerProjectId = (header: (name: string) => string | undefined) =>
 export const requireProject = createMiddleware<ApiEnv>(async (c, next) => {
   const projectId = headerProjectId((n) => c.req.header(n))?.trim();
   if (!projectId) throw badRequest("missing X-Project-ID header");
-  await assertProjectAccess(c.var.principal, projectId, (id) => c.var.engine.projects.exists(id));
-  const principal = c.var.principal;
+  await assertProjectAccess(c.get("principal"), projectId, (id) => c.get("engine").projects.exists(id));
+  const principal = c.get("principal");
   if (principal.kind === "project" && !scopeAllows(principal.scope, c.req.method, c.req.path)) {
     throw forbidden(`a key with scope '${principal.scope}' may not call ${c.req.method} ${c.req.path}`);
   }
@@ -73,7 +73,7 @@ export async function assertProjectAccess(
 /** A project key that names another project in X-Project-ID is refused even on /projects routes. */
 export const checkOptionalProjectHeader = createMiddleware<ApiEnv>(async (c, next) => {
   const projectId = headerProjectId((n) => c.req.header(n))?.trim();
-  const principal = c.var.principal;
+  const principal = c.get("principal");
   if (projectId && principal.kind === "project" && principal.projectId !== projectId) {
     throw forbidden("this API key belongs to another project");
   }
@@ -93,4 +93,4 @@ export const requireKeyManager = (principal: Principal): void => {
 
 /** assertProjectAccess for a request's own principal. */
 export const checkProjectAccess = (c: Context<ApiEnv>, projectId: string) =>
-  assertProjectAccess(c.var.principal, projectId, (id) => c.var.engine.projects.exists(id));
+  assertProjectAccess(c.get("principal"), projectId, (id) => c.get("engine").projects.exists(id));

@@ -77,7 +77,7 @@ const getTool = createRoute({
 export function registerAgentsAndTools(app: App) {
   app.openapi(registerAgent, async (c) => {
     const b = c.req.valid("json");
-    await c.var.engine.registry.registerAgent(c.var.projectId, {
+    await c.get("engine").registry.registerAgent(c.get("projectId"), {
       agentId: b.id,
       deploymentId: b.deployment_id,
       provider: b.provider ?? "unknown",
@@ -93,20 +93,22 @@ export function registerAgentsAndTools(app: App) {
   });
 
   app.openapi(listAgents, async (c) => {
-    const page = await c.var.engine.registry.listAgents(c.var.projectId, c.req.valid("query"));
+    const page = await c.get("engine").registry.listAgents(c.get("projectId"), c.req.valid("query"));
     return c.json({ agents: page.items.map(presentAgent), next_cursor: page.nextCursor }, 200);
   });
 
   app.openapi(getAgent, async (c) => {
     return c.json(
-      presentAgent(await c.var.engine.registry.getAgent(c.var.projectId, c.req.valid("param").agent_id)),
+      presentAgent(
+        await c.get("engine").registry.getAgent(c.get("projectId"), c.req.valid("param").agent_id),
+      ),
       200,
     );
   });
 
   app.openapi(registerTool, async (c) => {
     const b = c.req.valid("json");
-    await c.var.engine.registry.registerTool(c.var.projectId, {
+    await c.get("engine").registry.registerTool(c.get("projectId"), {
       toolId: b.id,
       deploymentId: b.deployment_id,
       toolType: b.tool_type,
@@ -118,13 +120,13 @@ export function registerAgentsAndTools(app: App) {
   });
 
   app.openapi(listTools, async (c) => {
-    const page = await c.var.engine.registry.listTools(c.var.projectId, c.req.valid("query"));
+    const page = await c.get("engine").registry.listTools(c.get("projectId"), c.req.valid("query"));
     return c.json({ tools: page.items.map(presentTool), next_cursor: page.nextCursor }, 200);
   });
 
   app.openapi(getTool, async (c) => {
     return c.json(
-      presentTool(await c.var.engine.registry.getTool(c.var.projectId, c.req.valid("param").tool_id)),
+      presentTool(await c.get("engine").registry.getTool(c.get("projectId"), c.req.valid("param").tool_id)),
       200,
     );
   });

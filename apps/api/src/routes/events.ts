@@ -66,12 +66,9 @@ export function registerEvents(app: App, hub: EventHub, keepaliveMs: number) {
     const events = b.events
       ? b.events.map((e) => ({ eventType: e.event_type ?? b.event_type, data: e.data }))
       : [{ eventType: b.event_type, data: b.data ?? {} }];
-    const published = await c.var.engine.events.publish(
-      c.var.projectId,
-      b.topic,
-      events,
-      c.req.header("idempotency-key"),
-    );
+    const published = await c
+      .get("engine")
+      .events.publish(c.get("projectId"), b.topic, events, c.req.header("idempotency-key"));
     if (published.replayed) c.header("Idempotent-Replayed", "true");
     return c.json(
       { events: published.events, sequence_ids: published.events.map((e) => e.sequence_id) },
@@ -81,7 +78,9 @@ export function registerEvents(app: App, hub: EventHub, keepaliveMs: number) {
 
   app.openapi(listEvents, async (c) => {
     const q = c.req.valid("query");
-    const page = await c.var.engine.events.history(c.var.projectId, q.topic, q.after_sequence_id, q.limit);
+    const page = await c
+      .get("engine")
+      .events.history(c.get("projectId"), q.topic, q.after_sequence_id, q.limit);
     return c.json(
       { events: page.events, next_sequence_id: page.nextSequenceId, has_more: page.hasMore },
       200,
@@ -94,11 +93,12 @@ export function registerEvents(app: App, hub: EventHub, keepaliveMs: number) {
     const topic = q.topic ?? runTopic(q.workflow_id!, q.workflow_run_id!);
     const lastEventId = c.req.valid("header")["Last-Event-ID"];
     const from = lastEventId !== undefined ? Number(lastEventId) : q.last_sequence_id;
-    const after = from ?? (isRun ? 0 : await c.var.engine.events.latestSequence(c.var.projectId, topic));
+    const after =
+      from ?? (isRun ? 0 : await c.get("engine").events.latestSequence(c.get("projectId"), topic));
     return streamEvents(c, {
       hub,
-      engine: c.var.engine,
-      projectId: c.var.projectId,
+      engine: c.get("engine"),
+      projectId: c.get("projectId"),
       topic,
       after,
       keepaliveMs,

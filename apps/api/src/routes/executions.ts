@@ -134,12 +134,12 @@ function toRunRequest(workflowId: string, input: unknown, o: RunFields): RunRequ
  * stops at once when the client goes away (the request's signal).
  */
 async function longPoll<T>(c: Context<ApiEnv>, wait: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const principal = c.var.principal;
-  const release = principal.kind === "project" ? c.var.limits.longPolls.take(principal.keyId) : () => {};
+  const principal = c.get("principal");
+  const release = principal.kind === "project" ? c.get("limits").longPolls.take(principal.keyId) : () => {};
   if (!release) {
     throw new SpoolError(
       "RATE_LIMITED",
-      `this API key already holds ${c.var.limits.longPolls.max} waiting requests here; wait for one to end`,
+      `this API key already holds ${c.get("limits").longPolls.max} waiting requests here; wait for one to end`,
     );
   }
   try {
@@ -156,12 +156,12 @@ export function registerExecutions(app: App) {
     const key = c.req.header("idempotency-key");
     const { wait, until } = c.req.valid("query");
     if (wait === undefined) {
-      const { receipt, replayed } = await c.var.engine.executions.run(c.var.projectId, request, key);
+      const { receipt, replayed } = await c.get("engine").executions.run(c.get("projectId"), request, key);
       if (replayed) c.header("Idempotent-Replayed", "true");
       return c.json(receipt, 202);
     }
     const { execution: e, replayed } = await longPoll(c, (signal) =>
-      c.var.engine.executions.runAndWait(c.var.projectId, request, key, {
+      c.get("engine").executions.runAndWait(c.get("projectId"), request, key, {
         waitMs: wait * 1000,
         until,
         signal,
@@ -177,19 +177,17 @@ export function registerExecutions(app: App) {
     const requests = workflows.map(({ workflow_id, input, payload, ...own }) =>
       toRunRequest(workflow_id, input ?? payload, { ...shared, ...stripNullish(own) }),
     );
-    const { receipts, replayed } = await c.var.engine.executions.runBatch(
-      c.var.projectId,
-      requests,
-      c.req.header("idempotency-key"),
-    );
+    const { receipts, replayed } = await c
+      .get("engine")
+      .executions.runBatch(c.get("projectId"), requests, c.req.header("idempotency-key"));
     if (replayed) c.header("Idempotent-Replayed", "true");
     return c.json({ executions: receipts }, 202);
   });
 
   app.openapi(listExecutions, async (c) => {
     const q = c.req.valid("query");
-    const page = await c.var.engine.executions.list(
-      c.var.projectId,
+    const page = await c.get("engine").executions.list(
+      c.get("projectId"),
       {
         blocked: q.blocked,
         workflowId: q.workflow_id,
@@ -211,32 +209,36 @@ export function registerExecutions(app: App) {
     const { wait, until } = c.req.valid("query");
     const id = c.req.valid("param").execution_id;
     if (wait === undefined) {
-      const e = await c.var.engine.executions.get(c.var.projectId, id);
+      const e = await c.get("engine").executions.get(c.get("projectId"), id);
       return c.json(presentExecution(e), 200);
     }
     const e = await longPoll(c, (signal) =>
-      c.var.engine.executions.waitFor(c.var.projectId, id, { waitMs: wait * 1000, until, signal }),
+      c.get("engine").executions.waitFor(c.get("projectId"), id, { waitMs: wait * 1000, until, signal }),
     );
     return c.json(presentExecution(e), isWaitOver(e.status, until) ? 200 : 202);
   });
 
   app.openapi(listSteps, async (c) => {
     const { limit, cursor } = c.req.valid("query");
-    const page = await c.var.engine.executions.steps(c.var.projectId, c.req.valid("param").execution_id, {
-      limit,
-      cursor,
-    });
+    const page = await c
+      .get("engine")
+      .executions.steps(c.get("projectId"), c.req.valid("param").execution_id, {
+        limit,
+        cursor,
+      });
     return c.json({ steps: page.items.map(presentStep), next_cursor: page.nextCursor }, 200);
   });
 
   app.openapi(resumeExecution, async (c) => {
     const { execution_id } = c.req.valid("param");
-    const e = await c.var.engine.executions.resume(c.var.projectId, execution_id, c.req.valid("json").data);
+    const e = await c
+      .get("engine")
+      .executions.resume(c.get("projectId"), execution_id, c.req.valid("json").data);
     return c.json({ execution_id: e.id, status: presentExecution(e).status }, 202);
   });
 
   app.openapi(cancelExecution, async (c) => {
-    const e = await c.var.engine.executions.cancel(c.var.projectId, c.req.valid("param").execution_id);
+    const e = await c.get("engine").executions.cancel(c.get("projectId"), c.req.valid("param").execution_id);
     const { status, cancelled_at } = presentExecution(e);
     return c.json({ execution_id: e.id, status, cancelled_at }, 200);
   });

@@ -22,7 +22,7 @@ export function registerHealth(app: App) {
   for (const r of [route("/api/v1/health"), route("/health", true)]) {
     app.openapi(r, async (c) => {
       // No auth here: the checks name the kind of failure only; the engine logs the detail.
-      const checks = await c.var.engine.checkDependencies();
+      const checks = await c.get("engine").checkDependencies();
       const healthy = checks.postgres === "ok" && checks.redis === "ok";
       return c.json(
         { status: healthy ? "healthy" : "unhealthy", version: VERSION, checks } as const,

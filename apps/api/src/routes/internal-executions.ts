@@ -204,7 +204,7 @@ const toStepRecord = (s: z.infer<typeof StepSpanInput>): StepRecord => ({
 export function registerInternalExecutions(app: App) {
   app.openapi(listSteps, async (c) => {
     const { execution_id } = c.req.valid("param");
-    const j = await c.var.engine.remote.journal(c.var.projectId, execution_id, callerOf(c));
+    const j = await c.get("engine").remote.journal(c.get("projectId"), execution_id, callerOf(c));
     const waits = j.waits.map((w) => ({
       step_key: w.stepKey,
       seq: w.seq,
@@ -216,18 +216,15 @@ export function registerInternalExecutions(app: App) {
 
   app.openapi(getStep, async (c) => {
     const { execution_id, step_key } = c.req.valid("param");
-    const step = await c.var.engine.remote.step(c.var.projectId, execution_id, callerOf(c), step_key);
+    const step = await c.get("engine").remote.step(c.get("projectId"), execution_id, callerOf(c), step_key);
     return c.json(presentRemoteStep(step), 200);
   });
 
   app.openapi(saveStep, async (c) => {
     const b = c.req.valid("json");
-    const stored = await c.var.engine.remote.saveStep(
-      c.var.projectId,
-      c.req.valid("param").execution_id,
-      callerOf(c),
-      toStepWrite(b),
-    );
+    const stored = await c
+      .get("engine")
+      .remote.saveStep(c.get("projectId"), c.req.valid("param").execution_id, callerOf(c), toStepWrite(b));
     return c.json({ step: presentRemoteStep({ ...stored, completedAt: new Date() }) }, 200);
   });
 
@@ -242,7 +239,9 @@ export function registerInternalExecutions(app: App) {
           waitTopic: b.wait_topic ?? null,
           expiresAt: b.expires_at ? new Date(b.expires_at) : null,
         };
-    await c.var.engine.remote.park(c.var.projectId, c.req.valid("param").execution_id, callerOf(c), wait);
+    await c
+      .get("engine")
+      .remote.park(c.get("projectId"), c.req.valid("param").execution_id, callerOf(c), wait);
     return c.json(OK, 200);
   });
 
@@ -250,66 +249,69 @@ export function registerInternalExecutions(app: App) {
     const b = c.req.valid("json") ?? {};
     const id = c.req.valid("param").execution_id;
     const steps = (b.step_spans ?? []).map(toStepRecord);
-    await c.var.engine.remote.complete(
-      c.var.projectId,
-      id,
-      callerOf(c, b.worker_id),
-      b.result ?? null,
-      steps,
-      b.last_step ? toStepWrite(b.last_step) : undefined,
-      b.ran_steps,
-    );
+    await c
+      .get("engine")
+      .remote.complete(
+        c.get("projectId"),
+        id,
+        callerOf(c, b.worker_id),
+        b.result ?? null,
+        steps,
+        b.last_step ? toStepWrite(b.last_step) : undefined,
+        b.ran_steps,
+      );
     return c.json(OK, 200);
   });
 
   app.openapi(fail, async (c) => {
     const b = c.req.valid("json");
-    const row = await c.var.engine.remote.fail(
-      c.var.projectId,
-      c.req.valid("param").execution_id,
-      callerOf(c, b.worker_id),
-      {
+    const row = await c
+      .get("engine")
+      .remote.fail(c.get("projectId"), c.req.valid("param").execution_id, callerOf(c, b.worker_id), {
         error: toError(b.error, b.stack)!,
         retryable: b.retryable,
         // The protocol's run-level retry budget, unless the worker says its workflow's own.
         maxRetries: b.max_retries ?? 2,
-      },
-    );
+      });
     return c.json({ accepted: true, status: row.status === "queued" ? "queued" : "failed" } as const, 200);
   });
 
   app.openapi(confirmCancellation, async (c) => {
     const b = c.req.valid("json") ?? {};
     const id = c.req.valid("param").execution_id;
-    await c.var.engine.remote.confirmCancellation(c.var.projectId, id, callerOf(c, b.worker_id));
+    await c.get("engine").remote.confirmCancellation(c.get("projectId"), id, callerOf(c, b.worker_id));
     return c.json(OK, 200);
   });
 
   app.openapi(otelSpanId, async (c) => {
     const id = c.req.valid("param").execution_id;
-    await c.var.engine.remote.setOtelSpanId(c.var.projectId, id, c.req.valid("json").otel_span_id ?? null);
+    await c
+      .get("engine")
+      .remote.setOtelSpanId(c.get("projectId"), id, c.req.valid("json").otel_span_id ?? null);
     return c.json(OK, 200);
   });
 
   app.openapi(eventCursor, async (c) => {
     const id = c.req.valid("param").execution_id;
-    const sequence = await c.var.engine.remote.eventCursor(c.var.projectId, id, callerOf(c));
+    const sequence = await c.get("engine").remote.eventCursor(c.get("projectId"), id, callerOf(c));
     return c.json({ sequence: Number(sequence) }, 200);
   });
 
   app.openapi(notLoaded, async (c) => {
     const id = c.req.valid("param").execution_id;
-    const outcome = await c.var.engine.remote.notLoaded(c.var.projectId, id, callerOf(c));
+    const outcome = await c.get("engine").remote.notLoaded(c.get("projectId"), id, callerOf(c));
     return c.json({ outcome }, 200);
   });
 
   app.openapi(stepSpans, async (c) => {
-    await c.var.engine.remote.recordStepSpans(
-      c.var.projectId,
-      c.req.valid("param").execution_id,
-      callerOf(c),
-      c.req.valid("json").steps.map(toStepRecord),
-    );
+    await c
+      .get("engine")
+      .remote.recordStepSpans(
+        c.get("projectId"),
+        c.req.valid("param").execution_id,
+        callerOf(c),
+        c.req.valid("json").steps.map(toStepRecord),
+      );
     return c.json(OK, 200);
   });
 }

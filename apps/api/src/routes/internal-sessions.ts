@@ -27,14 +27,17 @@ const putMemory = createRoute({
 
 export function registerInternalSessions(app: App) {
   app.openapi(getMemory, async (c) => {
-    return c.json(await c.var.engine.sessions.get(c.var.projectId, c.req.valid("param").session_id), 200);
+    return c.json(
+      await c.get("engine").sessions.get(c.get("projectId"), c.req.valid("param").session_id),
+      200,
+    );
   });
 
   app.openapi(putMemory, async (c) => {
     const b = c.req.valid("json");
     const memory = { summary: b.summary ?? null, messages: b.messages };
     return c.json(
-      await c.var.engine.sessions.put(c.var.projectId, c.req.valid("param").session_id, memory),
+      await c.get("engine").sessions.put(c.get("projectId"), c.req.valid("param").session_id, memory),
       200,
     );
   });

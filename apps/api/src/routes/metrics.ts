@@ -4,8 +4,8 @@ import { authenticate, requireAdmin } from "../middleware/auth.js";
 
 export function registerMetrics(app: App) {
   app.get("/metrics", authenticate, async (c) => {
-    requireAdmin(c.var.principal);
-    const registry = c.var.metrics.registry;
+    requireAdmin(c.get("principal"));
+    const registry = c.get("metrics").registry;
     return c.body(await registry.metrics(), 200, { "content-type": registry.contentType });
   });
 }

@@ -83,28 +83,30 @@ const revokeApiKey = createRoute({
 
 export function registerProjects(app: App) {
   app.openapi(createProject, async (c) => {
-    requireAdmin(c.var.principal);
-    const project = await c.var.engine.projects.create(c.req.valid("json"));
+    requireAdmin(c.get("principal"));
+    const project = await c.get("engine").projects.create(c.req.valid("json"));
     return c.json(presentProject(project), 201);
   });
 
   app.openapi(listProjects, async (c) => {
-    const page = await c.var.engine.projects.list(c.var.principal, c.req.valid("query"));
+    const page = await c.get("engine").projects.list(c.get("principal"), c.req.valid("query"));
     return c.json({ projects: page.items.map(presentProject), next_cursor: page.nextCursor }, 200);
   });
 
   app.openapi(getProject, async (c) => {
     const { project_id } = c.req.valid("param");
     await checkProjectAccess(c, project_id);
-    return c.json(presentProject(await c.var.engine.projects.get(project_id)), 200);
+    return c.json(presentProject(await c.get("engine").projects.get(project_id)), 200);
   });
 
   app.openapi(createApiKey, async (c) => {
     const { project_id } = c.req.valid("param");
     await checkProjectAccess(c, project_id);
-    requireKeyManager(c.var.principal);
+    requireKeyManager(c.get("principal"));
     const body = c.req.valid("json");
-    const { row, key } = await c.var.engine.projects.createApiKey(project_id, body.name, body.scope ?? null);
+    const { row, key } = await c
+      .get("engine")
+      .projects.createApiKey(project_id, body.name, body.scope ?? null);
     const { id, name, scope, last_four, created_at } = presentApiKey(row);
     return c.json({ id, name, key, scope, last_four, created_at }, 201);
   });
@@ -112,16 +114,16 @@ export function registerProjects(app: App) {
   app.openapi(listApiKeys, async (c) => {
     const { project_id } = c.req.valid("param");
     await checkProjectAccess(c, project_id);
-    requireKeyManager(c.var.principal);
-    const page = await c.var.engine.projects.listApiKeys(project_id, c.req.valid("query"));
+    requireKeyManager(c.get("principal"));
+    const page = await c.get("engine").projects.listApiKeys(project_id, c.req.valid("query"));
     return c.json({ api_keys: page.items.map(presentApiKey), next_cursor: page.nextCursor }, 200);
   });
 
   app.openapi(revokeApiKey, async (c) => {
     const { project_id, key_id } = c.req.valid("param");
     await checkProjectAccess(c, project_id);
-    requireKeyManager(c.var.principal);
-    await c.var.engine.projects.revokeApiKey(project_id, key_id);
+    requireKeyManager(c.get("principal"));
+    await c.get("engine").projects.revokeApiKey(project_id, key_id);
     return c.body(null, 204);
   });
 }

@@ -141,7 +141,7 @@ const workflowItems = (body: RegisterWorkflowsInput) => ("workflows" in body ? b
 export function registerRegistry(app: App) {
   app.openapi(registerDeployment, async (c) => {
     const { deployment_id } = c.req.valid("json");
-    const d = await c.var.engine.registry.registerDeployment(c.var.projectId, deployment_id);
+    const d = await c.get("engine").registry.registerDeployment(c.get("projectId"), deployment_id);
     return c.json({ deployment_id: d.deploymentId, status: d.status }, 200);
   });
 
@@ -154,14 +154,14 @@ export function registerRegistry(app: App) {
       queueName: w.queue_name,
     }));
     const { deployment_id } = c.req.valid("param");
-    const rows = await c.var.engine.registry.registerWorkflows(c.var.projectId, deployment_id, items);
+    const rows = await c.get("engine").registry.registerWorkflows(c.get("projectId"), deployment_id, items);
     return c.json({ workflows: rows.map(presentWorkflow) }, 200);
   });
 
   app.openapi(registerQueues, async (c) => {
     const { deployment_id, queues } = c.req.valid("json");
     const input = queues.map((q) => ({ name: q.name, concurrencyLimit: q.concurrency_limit }));
-    const rows = await c.var.engine.registry.registerQueues(c.var.projectId, deployment_id, input);
+    const rows = await c.get("engine").registry.registerQueues(c.get("projectId"), deployment_id, input);
     return c.json(
       { queues: rows.map((q) => ({ name: q.name, concurrency_limit: q.concurrencyLimit })) },
       200,
@@ -169,42 +169,42 @@ export function registerRegistry(app: App) {
   });
 
   app.openapi(listQueues, async (c) => {
-    const page = await c.var.engine.registry.listQueues(c.var.projectId, c.req.valid("query"));
+    const page = await c.get("engine").registry.listQueues(c.get("projectId"), c.req.valid("query"));
     return c.json({ queues: page.items.map(presentQueueState), next_cursor: page.nextCursor }, 200);
   });
 
   app.openapi(listDeployments, async (c) => {
-    const page = await c.var.engine.registry.listDeployments(c.var.projectId, c.req.valid("query"));
+    const page = await c.get("engine").registry.listDeployments(c.get("projectId"), c.req.valid("query"));
     return c.json({ deployments: page.items.map(presentDeployment), next_cursor: page.nextCursor }, 200);
   });
 
   app.openapi(getDeployment, async (c) => {
-    const d = await c.var.engine.registry.getDeployment(c.var.projectId, c.req.valid("param").deployment_id);
+    const d = await c
+      .get("engine")
+      .registry.getDeployment(c.get("projectId"), c.req.valid("param").deployment_id);
     return c.json({ ...presentDeployment(d), workflows: d.workflows.map(presentWorkflow) }, 200);
   });
 
   app.openapi(archiveDeployment, async (c) => {
-    await c.var.engine.registry.archiveDeployment(c.var.projectId, c.req.valid("param").deployment_id);
+    await c.get("engine").registry.archiveDeployment(c.get("projectId"), c.req.valid("param").deployment_id);
     return c.body(null, 204);
   });
 
   app.openapi(archiveWorkflow, async (c) => {
-    await c.var.engine.registry.archiveWorkflow(c.var.projectId, c.req.valid("param").workflow_id);
+    await c.get("engine").registry.archiveWorkflow(c.get("projectId"), c.req.valid("param").workflow_id);
     return c.body(null, 204);
   });
 
   app.openapi(listWorkflows, async (c) => {
-    const page = await c.var.engine.registry.listWorkflows(c.var.projectId, c.req.valid("query"));
+    const page = await c.get("engine").registry.listWorkflows(c.get("projectId"), c.req.valid("query"));
     return c.json({ workflows: page.items.map(presentWorkflow), next_cursor: page.nextCursor }, 200);
   });
 
   app.openapi(getWorkflow, async (c) => {
     const { workflow_id } = c.req.valid("param");
-    const w = await c.var.engine.registry.getWorkflow(
-      c.var.projectId,
-      workflow_id,
-      c.req.valid("query").deployment_id,
-    );
+    const w = await c
+      .get("engine")
+      .registry.getWorkflow(c.get("projectId"), workflow_id, c.req.valid("query").deployment_id);
     return c.json(presentWorkflow(w), 200);
   });
 }

@@ -63,7 +63,7 @@ const deleteSchedule = createRoute({
 export function registerSchedules(app: App) {
   app.openapi(createSchedule, async (c) => {
     const b = c.req.valid("json");
-    const s = await c.var.engine.schedules.upsert(c.var.projectId, {
+    const s = await c.get("engine").schedules.upsert(c.get("projectId"), {
       workflowId: b.workflow_id,
       cron: b.cron,
       timezone: b.timezone,
@@ -76,20 +76,22 @@ export function registerSchedules(app: App) {
   });
 
   app.openapi(listSchedules, async (c) => {
-    const page = await c.var.engine.schedules.list(c.var.projectId, c.req.valid("query"));
+    const page = await c.get("engine").schedules.list(c.get("projectId"), c.req.valid("query"));
     return c.json({ schedules: page.items.map(presentSchedule), next_cursor: page.nextCursor }, 200);
   });
 
   app.openapi(getSchedule, async (c) => {
     return c.json(
-      presentSchedule(await c.var.engine.schedules.get(c.var.projectId, c.req.valid("param").schedule_id)),
+      presentSchedule(
+        await c.get("engine").schedules.get(c.get("projectId"), c.req.valid("param").schedule_id),
+      ),
       200,
     );
   });
 
   app.openapi(updateSchedule, async (c) => {
     const b = c.req.valid("json");
-    const s = await c.var.engine.schedules.update(c.var.projectId, c.req.valid("param").schedule_id, {
+    const s = await c.get("engine").schedules.update(c.get("projectId"), c.req.valid("param").schedule_id, {
       status: b.status,
       cron: b.cron,
       timezone: b.timezone,
@@ -101,7 +103,7 @@ export function registerSchedules(app: App) {
   });
 
   app.openapi(deleteSchedule, async (c) => {
-    await c.var.engine.schedules.remove(c.var.projectId, c.req.valid("param").schedule_id);
+    await c.get("engine").schedules.remove(c.get("projectId"), c.req.valid("param").schedule_id);
     return c.body(null, 204);
   });
 }

@@ -58,7 +58,7 @@ const overHttps = (c: Context<ApiEnv>) =>
 
 export function registerSession(app: App) {
   app.openapi(createSession, async (c) => {
-    const principal = await c.var.engine.projects.authenticate(c.req.valid("json").api_key);
+    const principal = await c.get("engine").projects.authenticate(c.req.valid("json").api_key);
     if (!principal) throw unauthorized("invalid or revoked API key");
     setCookie(c, AUTH_COOKIE, c.req.valid("json").api_key, {
       httpOnly: true,
@@ -70,7 +70,7 @@ export function registerSession(app: App) {
     return c.json(presentSession(principal), 200);
   });
 
-  app.openapi(getSession, (c) => c.json(presentSession(c.var.principal), 200));
+  app.openapi(getSession, (c) => c.json(presentSession(c.get("principal")), 200));
 
   app.openapi(deleteSession, (c) => {
     deleteCookie(c, AUTH_COOKIE, { path: "/", httpOnly: true, sameSite: "Strict", secure: overHttps(c) });

@@ -88,8 +88,8 @@ const presentSpan = (s: Row): z.infer<typeof SpanResponse> => ({
 export function registerTraces(app: App) {
   app.openapi(listTraces, async (c) => {
     const q = c.req.valid("query");
-    const page = await c.var.engine.traces.list(
-      c.var.projectId,
+    const page = await c.get("engine").traces.list(
+      c.get("projectId"),
       {
         startTime: q.start_time,
         endTime: q.end_time,
@@ -105,7 +105,7 @@ export function registerTraces(app: App) {
 
   app.openapi(getTrace, async (c) => {
     const { limit, cursor } = c.req.valid("query");
-    const t = await c.var.engine.traces.get(c.var.projectId, c.req.valid("param").trace_id, {
+    const t = await c.get("engine").traces.get(c.get("projectId"), c.req.valid("param").trace_id, {
       limit,
       cursor,
     });
@@ -125,7 +125,7 @@ export function registerTraces(app: App) {
   });
 
   app.openapi(ingestSpans, async (c) => {
-    const accepted = await c.var.engine.traces.ingest(c.var.projectId, c.req.valid("json").spans);
+    const accepted = await c.get("engine").traces.ingest(c.get("projectId"), c.req.valid("json").spans);
     return c.json({ accepted }, 200);
   });
 }

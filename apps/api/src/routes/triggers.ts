@@ -65,7 +65,7 @@ const deleteTrigger = createRoute({
 export function registerTriggers(app: App) {
   app.openapi(registerTrigger, async (c) => {
     const b = c.req.valid("json");
-    const trigger = await c.var.engine.triggers.register(c.var.projectId, {
+    const trigger = await c.get("engine").triggers.register(c.get("projectId"), {
       workflowId: b.workflow_id,
       deploymentId: b.deployment_id,
       eventTopic: b.event_topic,
@@ -77,21 +77,19 @@ export function registerTriggers(app: App) {
   });
 
   app.openapi(listTriggers, async (c) => {
-    const page = await c.var.engine.triggers.list(c.var.projectId, c.req.valid("query"));
+    const page = await c.get("engine").triggers.list(c.get("projectId"), c.req.valid("query"));
     return c.json({ triggers: page.items.map(presentTrigger), next_cursor: page.nextCursor }, 200);
   });
 
   app.openapi(updateTrigger, async (c) => {
-    const trigger = await c.var.engine.triggers.setStatus(
-      c.var.projectId,
-      c.req.valid("param").trigger_id,
-      c.req.valid("json").status,
-    );
+    const trigger = await c
+      .get("engine")
+      .triggers.setStatus(c.get("projectId"), c.req.valid("param").trigger_id, c.req.valid("json").status);
     return c.json(presentTrigger(trigger), 200);
   });
 
   app.openapi(deleteTrigger, async (c) => {
-    await c.var.engine.triggers.remove(c.var.projectId, c.req.valid("param").trigger_id);
+    await c.get("engine").triggers.remove(c.get("projectId"), c.req.valid("param").trigger_id);
     return c.body(null, 204);
   });
 }

@@ -95,7 +95,7 @@ const getWorker = createRoute({
 export function registerWorkers(app: App) {
   app.openapi(registerWorker, async (c) => {
     const b = c.req.valid("json");
-    const w = await c.var.engine.workers.register(c.var.projectId, {
+    const w = await c.get("engine").workers.register(c.get("projectId"), {
       deploymentId: b.deployment_id,
       mode: b.mode,
       capabilities: b.capabilities,
@@ -113,51 +113,47 @@ export function registerWorkers(app: App) {
   app.openapi(heartbeat, async (c) => {
     // The body is optional: without one the validator yields {}.
     const running = c.req.valid("json")?.running;
-    const { reRegister } = await c.var.engine.workers.heartbeat(
-      c.var.projectId,
-      c.req.valid("param").worker_id,
-      running,
-    );
+    const { reRegister } = await c
+      .get("engine")
+      .workers.heartbeat(c.get("projectId"), c.req.valid("param").worker_id, running);
     return c.json({ re_register: reRegister }, 200);
   });
 
   app.openapi(setOnline, async (c) => {
-    const w = await c.var.engine.workers.setStatus(c.var.projectId, c.req.valid("param").worker_id, "online");
+    const w = await c
+      .get("engine")
+      .workers.setStatus(c.get("projectId"), c.req.valid("param").worker_id, "online");
     return c.json({ worker_id: w.id, status: "online" } as const, 200);
   });
 
   app.openapi(deregister, async (c) => {
-    const w = await c.var.engine.workers.setStatus(
-      c.var.projectId,
-      c.req.valid("param").worker_id,
-      "offline",
-    );
+    const w = await c
+      .get("engine")
+      .workers.setStatus(c.get("projectId"), c.req.valid("param").worker_id, "offline");
     return c.json({ worker_id: w.id, status: "offline" } as const, 200);
   });
 
   // Static paths before /{worker_id}, which would otherwise match "status" and "active".
   app.openapi(workerStatus, async (c) => {
-    const s = await c.var.engine.workers.status(c.var.projectId, c.req.valid("query").deployment_id);
+    const s = await c.get("engine").workers.status(c.get("projectId"), c.req.valid("query").deployment_id);
     return c.json({ online_count: s.onlineCount, has_workers: s.hasWorkers }, 200);
   });
 
   app.openapi(activeWorkers, async (c) => {
-    return c.json({ worker_ids: await c.var.engine.workers.activeIds(c.var.projectId) }, 200);
+    return c.json({ worker_ids: await c.get("engine").workers.activeIds(c.get("projectId")) }, 200);
   });
 
   app.openapi(listWorkers, async (c) => {
     const { deployment_id, status, ...page } = c.req.valid("query");
-    const result = await c.var.engine.workers.list(
-      c.var.projectId,
-      { deploymentId: deployment_id, status },
-      page,
-    );
+    const result = await c
+      .get("engine")
+      .workers.list(c.get("projectId"), { deploymentId: deployment_id, status }, page);
     return c.json({ workers: result.items.map(presentWorker), next_cursor: result.nextCursor }, 200);
   });
 
   app.openapi(getWorker, async (c) => {
     return c.json(
-      presentWorker(await c.var.engine.workers.get(c.var.projectId, c.req.valid("param").worker_id)),
+      presentWorker(await c.get("engine").workers.get(c.get("projectId"), c.req.valid("param").worker_id)),
       200,
     );
   });

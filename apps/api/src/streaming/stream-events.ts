@@ -28,16 +28,16 @@ export function streamEvents(
     keepaliveMs: number;
   },
 ) {
-  const principal = c.var.principal;
-  const release = principal.kind === "project" ? c.var.limits.streams.take(principal.keyId) : () => {};
+  const principal = c.get("principal");
+  const release = principal.kind === "project" ? c.get("limits").streams.take(principal.keyId) : () => {};
   if (!release) {
     throw new SpoolError(
       "RATE_LIMITED",
-      `this API key already holds ${c.var.limits.streams.max} open event streams here; close one first`,
+      `this API key already holds ${c.get("limits").streams.max} open event streams here; close one first`,
     );
   }
   return streamSSE(c, async (stream) => {
-    c.var.metrics.streamOpened();
+    c.get("metrics").streamOpened();
     let last = args.after;
     let caughtUp = false;
     const pending: PublishedEvent[] = [];
@@ -90,7 +90,7 @@ export function streamEvents(
         closed.then(() => "client" as const),
         revoked.then(() => "revoked" as const),
       ]);
-      c.var.logger.debug(
+      c.get("logger").debug(
         { topic: args.topic },
         ended === "client" ? "event stream closed by the client" : "event stream ended: its key was revoked",
       );
@@ -99,8 +99,8 @@ export function streamEvents(
       // (host, port) to the client as an `error` event.
       const context = { path: c.req.path, topic: args.topic };
       if (stream.aborted) {
-        c.var.logger.debug({ ...context, err: String(err) }, "event stream closed by the client");
-      } else if (logFailure(c.var.logger, err, context) === "unavailable") {
+        c.get("logger").debug({ ...context, err: String(err) }, "event stream closed by the client");
+      } else if (logFailure(c.get("logger"), err, context) === "unavailable") {
         await sending.catch(() => {});
         await stream.write(`retry: ${RETRY_AFTER_SECONDS * 1000}\n\n`);
       }
@@ -109,7 +109,7 @@ export function streamEvents(
       clearInterval(revocationCheck);
       unsubscribe?.();
       release();
-      c.var.metrics.streamClosed();
+      c.get("metrics").streamClosed();
     }
   });
 }
