@@ -495,8 +495,11 @@ export class GroupCommit {
   ): Promise<unknown> {
     return new Promise((done) => {
       const connection = (client as unknown as { connection: pg.Connection }).connection;
-      const described = describedOn.get(connection) ?? new Map<string, Described>();
-      describedOn.set(connection, described);
+      let described = describedOn.get(connection);
+      if (!described) {
+        described = new Map<string, Described>();
+        describedOn.set(connection, described);
+      }
       const submitted = new StatementGroup(group, around, described, (error) => {
         if (error === null)
           group.forEach((p, i) => {
