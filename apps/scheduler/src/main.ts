@@ -56,7 +56,7 @@ const { metrics, server: metricsServer } = processMetrics({
 const engine = new Engine({ prisma, pool, redis, redisUrl: config.REDIS_URL, logger, clock, metrics });
 exportSpansIfConfigured(engine.traces, { serviceName: "spool-scheduler", logger });
 
-const orphanedJobs = new OrphanedJobs(redis, engine.dispatcher, logger, {
+const orphanedJobs = new OrphanedJobs(redis, engine.dispatcher, engine.pool, logger, {
   graceMs: config.SPOOL_ORPHANED_JOB_GRACE_MS,
 });
 
@@ -78,7 +78,8 @@ const loops = [
       if (woken) logger.info({ woken }, "woke runs of earlier publishes");
     },
   }),
-  // Jobs of a worker (or API) that died go back to their queue at once, not when their locks expire.
+  // Jobs of a worker (or API) that died go back to their queue at once, not when their locks expire;
+  // runs an API that died pushed without jobs get theirs.
   startLoop({
     name: "orphaned-jobs",
     intervalMs: config.SPOOL_ORPHANED_JOBS_CHECK_MS,

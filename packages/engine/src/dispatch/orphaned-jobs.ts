@@ -1,6 +1,8 @@
+import type { pg } from "@spool/db";
 import type { Logger } from "@spool/shared";
 import { Job } from "bullmq";
 import type { Redis } from "ioredis";
+import { runDispatch } from "../execution/create-executions.js";
 import { ALIVE_CONNECTION_PREFIX, BULL_PREFIX, CONSUMER_NAME, type Dispatcher } from "./dispatcher.js";
 
 export { CONSUMER_NAME };
@@ -28,6 +30,10 @@ const FULL_CHECK_MS = 10_000;
  * queue a live consumer serves (a job nobody can take anyway may wait for BullMQ). A job whose
  * consumer has been missing for `graceMs` goes back to wait, exactly what BullMQ's stalled check would
  * do later; the next worker's start takes a new lease, which fences the dead one for good.
+ *
+ * Runs an API process pushed without a job (`executions.push_holder`) are looked at in the same
+ * rounds: those of a holder missing for `graceMs` get their jobs, and a push dispatcher that takes
+ * one adopts the run or starts it again, as it would a dead dispatcher's job.
  */
 export class OrphanedJobs {
   /** Consumers holding active jobs while missing from the client list, and since when. */
@@ -43,6 +49,7 @@ export class OrphanedJobs {
   constructor(
     private readonly redis: Redis,
     private readonly dispatcher: Dispatcher,
+    private readonly pool: pg.Pool,
     private readonly logger: Logger,
     o: OrphanedJobsOptions = {},
   ) {
@@ -80,17 +87,61 @@ export class OrphanedJobs {
     const orphans = (await this.activeJobs([...queues])).filter(
       (j) => j.processedBy !== undefined && !connected.has(j.processedBy),
     );
+    const goneHolders = (await this.pushHolders()).filter((h) => !connected.has(h));
     const missing = new Map<string, number>();
-    let moved = 0;
-    for (const job of orphans) {
-      const consumer = job.processedBy as string;
+    /** Whether `consumer` has been missing for the grace period (from this round on, if it is new). */
+    const missingLongEnough = (consumer: string) => {
       const since = restart ? now : (missing.get(consumer) ?? this.missing.get(consumer) ?? now);
       missing.set(consumer, since);
-      if (now - since >= this.graceMs && (await this.moveToWait(job))) moved++;
+      return now - since >= this.graceMs;
+    };
+    let moved = 0;
+    for (const job of orphans) {
+      if (missingLongEnough(job.processedBy as string) && (await this.moveToWait(job))) moved++;
     }
+    for (const holder of goneHolders) if (missingLongEnough(holder)) moved += await this.handOver(holder);
     this.missing = missing;
     if (moved > 0) this.logger.info({ jobs: moved }, "took back the jobs of consumers that are gone");
     return moved;
+  }
+
+  /** The processes that hold running runs without jobs. */
+  private async pushHolders(): Promise<string[]> {
+    // Purpose: see above; the predicate is executions_push_holder_idx's. Locks: none.
+    const { rows } = await this.pool.query<{ holder: string }>(
+      `SELECT DISTINCT push_holder AS holder FROM executions
+        WHERE status = 'running' AND push_holder IS NOT NULL`,
+    );
+    return rows.map((r) => r.holder);
+  }
+
+  /**
+   * Gives the running runs a process that is gone held without jobs their jobs (under their
+   * current dispatch: a dispatcher that takes one adopts the run, or starts it again if its push may
+   * never have left), then marks them held by those jobs. Returns how many; none while Redis refuses
+   * a job (the next round tries again).
+   */
+  private async handOver(holder: string): Promise<number> {
+    // Purpose: the runs and their jobs' fields. Locks: none (the enqueue is idempotent per dispatch).
+    const { rows } = await this.pool.query<{
+      id: string;
+      projectId: string;
+      dispatchQueue: string;
+      dispatchSeq: number;
+    }>(
+      `SELECT id, project_id AS "projectId", dispatch_queue AS "dispatchQueue", dispatch_seq AS "dispatchSeq"
+         FROM executions WHERE status = 'running' AND push_holder = $1 LIMIT 500`,
+      [holder],
+    );
+    if (rows.length === 0) return 0;
+    if ((await this.dispatcher.dispatch(rows.map((r) => runDispatch(r)))) < rows.length) return 0;
+    // Purpose: those runs are their jobs' now. Locks: their rows.
+    await this.pool.query(
+      `UPDATE executions SET push_holder = NULL
+        WHERE id = ANY($1::uuid[]) AND status = 'running' AND push_holder = $2`,
+      [rows.map((r) => r.id), holder],
+    );
+    return rows.length;
   }
 
   /** The active jobs of `queues`, each with the consumer that took it and its lock's token. */

@@ -162,11 +162,27 @@ export async function createRootRun(
   projectId: string,
   r: RunRequest,
   id: string = randomUUID(),
-): Promise<{ execution: Execution; dispatch: DispatchRequest }> {
-  const now = new Date();
+): Promise<CreatedRootRun> {
+  const insert = insertRootRun(projectId, r, id, new Date());
+  const { rows } = await pool.query<InsertedRootRun>(insert.statement);
+  return insert.created(rows[0]);
+}
+
+/** A root run as inserted, with the job that runs it. */
+export interface CreatedRootRun {
+  execution: Execution;
+  dispatch: DispatchRequest;
+}
+type InsertedRootRun = Execution & { laneLimited: boolean };
+
+/**
+ * createRootRun's statement (to send alone or with others), and what its row makes: the run and its
+ * job, or the not-found error of an unregistered workflow.
+ */
+export function insertRootRun(projectId: string, r: RunRequest, id: string, now: Date) {
   const json = (v: unknown) => (v === null || v === undefined ? null : JSON.stringify(v));
   const input = JSON.stringify(r.input ?? {});
-  const { rows } = await pool.query<Execution & { laneLimited: boolean }>({
+  const statement = {
     name: "spool_insert_root_run",
     text: INSERT_ROOT_RUN,
     values: [
@@ -187,27 +203,29 @@ export async function createRootRun(
       json(r.channelContext),
       now,
     ],
-  });
-  const row = rows[0];
-  if (!row) {
-    throw notFound(
-      "workflow",
-      r.deploymentId ? `${r.workflowId}' in deployment '${r.deploymentId}` : r.workflowId,
-    );
-  }
-  const { laneLimited, ...execution } = row;
-  // The input as Postgres returned it (jsonb's form), which is what a start would read.
-  const first: FirstRun | undefined =
-    laneLimited || Buffer.byteLength(input) > MAX_FIRST_JOB_INPUT_BYTES
-      ? undefined
-      : {
-          workflowId: execution.workflowId,
-          queueName: execution.queueName,
-          attempt: execution.attempt,
-          lease: execution.lease,
-          input: execution.input,
-        };
-  return { execution, dispatch: runDispatch(execution, first) };
+  };
+  const created = (row: InsertedRootRun | undefined): CreatedRootRun => {
+    if (!row) {
+      throw notFound(
+        "workflow",
+        r.deploymentId ? `${r.workflowId}' in deployment '${r.deploymentId}` : r.workflowId,
+      );
+    }
+    const { laneLimited, ...execution } = row;
+    // The input as Postgres returned it (jsonb's form), which is what a start would read.
+    const first: FirstRun | undefined =
+      laneLimited || Buffer.byteLength(input) > MAX_FIRST_JOB_INPUT_BYTES
+        ? undefined
+        : {
+            workflowId: execution.workflowId,
+            queueName: execution.queueName,
+            attempt: execution.attempt,
+            lease: execution.lease,
+            input: execution.input,
+          };
+    return { execution, dispatch: runDispatch(execution, first) };
+  };
+  return { statement, created };
 }
 
 /** The job that runs an execution in its current dispatch state, on its workflow's BullMQ queue. */

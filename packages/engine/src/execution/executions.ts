@@ -75,7 +75,21 @@ const receipt = (e: Execution): RunReceipt => ({
 });
 
 /** Executions: the REST-facing verbs and the worker-facing ones, over one state machine. */
+/**
+ * Who starts new plain root runs on push workers without a job, in this process: its push
+ * dispatcher (push/push-dispatcher.ts), while it runs.
+ */
+export interface RunsPushedWithoutJob {
+  /** Whether a new plain root run of this workflow goes that way. */
+  serves(projectId: string, workflowId: string): boolean;
+  /** Inserts the run and pushes it, or enqueues its job when no push worker takes it now. */
+  createAndPush(projectId: string, request: RunRequest, id: string): Promise<{ execution: Execution }>;
+}
+
 export class Executions {
+  /** Set by this process's push dispatcher while it runs. */
+  pushWithoutJob: RunsPushedWithoutJob | null = null;
+
   constructor(
     private readonly deps: EngineDeps,
     /** Resuming a remote worker's suspend publishes the event that answers it. */
@@ -143,8 +157,17 @@ export class Executions {
     return { receipt: result.body, replayed: result.replayed };
   }
 
-  /** The hot path of a plain root run: one statement, then its job. */
-  private async createPlainRun(projectId: string, request: RunRequest, id?: string) {
+  /**
+   * The hot path of a plain root run: one statement, then its job; or, for a workflow this process's
+   * push dispatcher pushes, inserted and started on a push worker together, with no job.
+   */
+  private async createPlainRun(projectId: string, request: RunRequest, id: string = randomUUID()) {
+    const pusher = this.pushWithoutJob;
+    if (pusher?.serves(projectId, request.workflowId)) {
+      const { execution } = await pusher.createAndPush(projectId, request, id);
+      this.deps.metrics.runsCreated([execution]);
+      return execution;
+    }
     const { execution, dispatch } = await createRootRun(this.deps.pool, projectId, request, id);
     this.deps.metrics.runsCreated([execution]);
     await this.deps.dispatcher.dispatch([dispatch]);

@@ -19,11 +19,12 @@ export const START = rawTransition(["queued", "running"], "running");
 
 /**
  * What every start of the run `e` writes (the SET list): it runs on `worker` from `startedAt` (its
- * first start's time is kept) under a new lease, and waits for no slot any more.
+ * first start's time is kept) under a new lease, waits for no slot any more, and is held by
+ * `pushHolder` (an API process that pushed it without a job) or, by default, by its job.
  */
-export const takenColumns = (worker: string, startedAt: string, now: string) =>
+export const takenColumns = (worker: string, startedAt: string, now: string, pushHolder = "NULL") =>
   `status = '${START.to}', worker_id = ${worker}, started_at = COALESCE(e.started_at, ${startedAt}),
-   lease = e.lease + 1, updated_at = ${now}, slot_waiting_since = NULL`;
+   lease = e.lease + 1, updated_at = ${now}, slot_waiting_since = NULL, push_holder = ${pushHolder}`;
 
 // Purpose: take the run and read its journal in one round trip (the common case of every job).
 // Params: execution, dispatch seq, worker, now. Locks: the execution row. Result: the started row with

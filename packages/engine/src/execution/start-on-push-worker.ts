@@ -11,8 +11,9 @@ import {
 import { TX_OPTIONS } from "../deps.js";
 import { executionFields, unprefixed, workerFields } from "../sql/rows.js";
 import { type Claim, heldUnder } from "./claim.js";
+import { type CreatedRootRun, insertRootRun, type RunRequest } from "./create-executions.js";
 import { type JournalRows, journalColumns, journalOf, type RawWait } from "./journal-store.js";
-import { START } from "./start-execution.js";
+import { START, takenColumns } from "./start-execution.js";
 import { takeRunInLane } from "./take-run.js";
 import { transition } from "./transition.js";
 
@@ -44,11 +45,11 @@ const pushWorkerFor = (projectId: string, workflowId: string) => `
             random()
    LIMIT 1`;
 
-// The start of run e on a push worker (alias e); roomOnPushWorker: if the worker has room (its
-// running runs counted, plus `missed`: starts the count may not see) and e's lane has no limit.
-const takeOnPushWorker = (workerId: string, now: string) => `
-       SET status = '${START.to}', worker_id = ${workerId}, started_at = COALESCE(e.started_at, ${now}),
-           lease = e.lease + 1, slot_waiting_since = NULL, updated_at = ${now}`;
+// The start of run e on a push worker (alias e), held by its job or by `pushHolder` (see
+// takenColumns); roomOnPushWorker: if the worker has room (its running runs counted, plus `missed`:
+// starts the count may not see) and e's lane has no limit.
+const takeOnPushWorker = (workerId: string, now: string, pushHolder?: string) =>
+  `SET ${takenColumns(workerId, now, now, pushHolder)}`;
 const roomOnPushWorker = (workerId: string, max: string, missed = "0") => `
        (${max} IS NULL OR ${runningOn(workerId)} + ${missed} < ${max})
        AND NOT (e.status = 'queued' AND EXISTS (
@@ -104,7 +105,8 @@ const WORKER_PREFIX = "worker.";
 // locked row is its latest version: the starts since the snapshot are added to the count, so a
 // worker is never pushed past its max by Spool's own count (the run is taken only with room left
 // even if every missed start still runs; otherwise the caller counts again under the lock, in a
-// statement of its own). Params: execution, dispatch seq, now. Locks: the worker's row, the
+// statement of its own). Params: execution, dispatch seq, now, push holder (null: the job holds the
+// run). Locks: the worker's row, the
 // execution row. Result: the started row, its journal and the worker (WORKER_PREFIX), or none (the
 // run is not queued under this dispatch or is locked, no unlocked worker with room, a limited lane).
 const startQueued = (waiting: boolean) => `
@@ -114,7 +116,7 @@ const startQueued = (waiting: boolean) => `
        AND ${pushWorkerFor("r.project_id", "r.workflow_id")}
      FOR UPDATE OF w, r${waiting ? "" : " SKIP LOCKED"}),
   taken AS (
-    UPDATE executions e ${takeOnPushWorker(`chosen."${WORKER_PREFIX}id"`, "$3")}
+    UPDATE executions e ${takeOnPushWorker(`chosen."${WORKER_PREFIX}id"`, "$3", "$4::text")}
       FROM chosen
      WHERE e.id = $1::uuid AND e.dispatch_seq = $2 AND e.status = 'queued'
        AND ${roomOnPushWorker(
@@ -128,7 +130,7 @@ const startQueued = (waiting: boolean) => `
 const START_QUEUED_ON_PUSH_WORKER = startQueued(false);
 const START_QUEUED_ON_PUSH_WORKER_WAITING = startQueued(true);
 
-type StartedOnPushWorker = { execution: Execution; worker: Worker; journal: JournalRows };
+export type StartedOnPushWorker = { execution: Execution; worker: Worker; journal: JournalRows };
 type StartedRow = Execution & { journalSteps: JournalRows["steps"]; journalWaits: RawWait[] };
 
 /**
@@ -158,6 +160,45 @@ export function startQueuedOnPushWorkers(
     pool,
     jobs.map((job) => startStatement(job, now, false)),
   ).map(async (result) => startedFrom((await result).rows[0]));
+}
+
+/** A new root run to start on a push worker by the process `pushHolder` names, without a job. */
+export interface RootRunToPush {
+  projectId: string;
+  request: RunRequest;
+  id: string;
+  pushHolder: string;
+}
+
+/**
+ * New root runs, each inserted and started on the least loaded push worker with room by the same
+ * group commit (one transaction, one round trip): the start statement that follows each insert
+ * sees it, and, as in startQueuedOnPushWorkers, each start counts those before it. `started` is
+ * null when the run stays queued (no unlocked push worker with room, a limited lane, or the start
+ * failed): its job must then be enqueued. An insert that fails fails its run.
+ */
+export function createRootRunsOnPushWorkers(
+  pool: pg.Pool,
+  runs: RootRunToPush[],
+): Promise<{ created: CreatedRootRun; started: StartedOnPushWorker | null }>[] {
+  const now = new Date();
+  const inserts = runs.map((r) => insertRootRun(r.projectId, r.request, r.id, now));
+  const results = queryTogether(
+    pool,
+    runs.flatMap((r, i) => [
+      inserts[i]!.statement,
+      // A new run's dispatch sequence is the column's default.
+      startStatement({ executionId: r.id, dispatchSeq: 0 }, now, false, r.pushHolder),
+    ]),
+  );
+  return runs.map(async (_, i) => {
+    const started = results[i * 2 + 1]!.then(
+      (result) => startedFrom(result.rows[0]),
+      () => null,
+    );
+    const created = inserts[i]!.created((await results[i * 2]!).rows[0]);
+    return { created, started: await started };
+  });
 }
 
 /**
@@ -190,12 +231,17 @@ export function startQueuedOnPushWorkersWaiting(
 }
 
 /** The one-statement start of a job's run, as a named statement (`waiting`: without SKIP LOCKED). */
-function startStatement(job: { executionId: string; dispatchSeq: number }, now: Date, waiting: boolean) {
+function startStatement(
+  job: { executionId: string; dispatchSeq: number },
+  now: Date,
+  waiting: boolean,
+  pushHolder: string | null = null,
+) {
   return {
     ...(waiting
       ? { name: "spool_start_queued_on_push_worker_waiting", text: START_QUEUED_ON_PUSH_WORKER_WAITING }
       : { name: "spool_start_queued_on_push_worker", text: START_QUEUED_ON_PUSH_WORKER }),
-    values: [job.executionId, job.dispatchSeq, now],
+    values: [job.executionId, job.dispatchSeq, now, pushHolder],
   };
 }
 

@@ -29,6 +29,7 @@ export async function takeRun(db: Db, row: Execution, workerId: string | null) {
       startedAt: row.startedAt ?? new Date(),
       lease: { increment: 1 },
       slotWaitingSince: null,
+      pushHolder: null,
     },
   });
 }

@@ -2,14 +2,17 @@ import type { Execution, Worker as WorkerRow } from "@spool/db";
 import { Prisma } from "@spool/db";
 import type { Logger, PushRequest, SerializedError, WireJournal } from "@spool/shared";
 import { DelayedError, type Job, Worker } from "bullmq";
-import { BULL_PREFIX, bullQueueName, type JobData } from "../dispatch/dispatcher.js";
+import { BULL_PREFIX, bullQueueName, type DispatchRequest, type JobData } from "../dispatch/dispatcher.js";
 import { CONSUMER_NAME } from "../dispatch/orphaned-jobs.js";
 import type { Engine } from "../engine.js";
 import { claimOf } from "../execution/claim.js";
+import type { CreatedRootRun, RunRequest } from "../execution/create-executions.js";
 import type { JournalRows } from "../execution/journal-store.js";
 import {
+  createRootRunsOnPushWorkers,
   markPushed,
   type PushStart,
+  type RootRunToPush,
   startOnPushWorker,
   startQueuedOnPushWorkers,
   startQueuedOnPushWorkersWaiting,
@@ -25,6 +28,9 @@ import { type PushOutcome, sendCancel, sendPush } from "./push-client.js";
 const PUSH_OVER = new Error("the push is over");
 
 type RunJob = Extract<JobData, { kind: "run" }>;
+
+/** A run started on a push worker, as the push needs it. */
+type StartedRun = { execution: Execution; worker: WorkerRow; journal?: JournalRows };
 
 export interface PushDispatcherOptions {
   logger: Logger;
@@ -61,6 +67,12 @@ const AWAY_DELAY_MS = 5000;
  * queue's concurrency slot, which holds across every consumer of the queue) until the run leaves
  * that worker. A job BullMQ hands back because the dispatcher that held it died is adopted, never
  * pushed again, while the run's worker is online: its step functions must not run twice.
+ *
+ * A new plain root run of a workflow a push worker serves, created in this process, takes no job
+ * at all when a push worker has room (`createAndPush`): it is inserted and started by one group
+ * commit, pushed, and held here, its row naming this process (`push_holder`). Should this process
+ * stop, it hands such runs to jobs; should it die, the scheduler does (OrphanedJobs), and a
+ * dispatcher that takes the job adopts or restarts the run as above.
  */
 export class PushDispatcher {
   private readonly consumers = new Map<string, Worker<JobData, string>>();
@@ -91,6 +103,20 @@ export class PushDispatcher {
   );
   /** Queues this process found shared with workflows only in-cluster workers serve (warned once). */
   private readonly sharedQueues = new Set<string>();
+  /** `<project> <workflow>` of the workflows online push workers serve, as of the last refresh. */
+  private servedWorkflows = new Set<string>();
+  /**
+   * New runs inserted and started together, in rounds per project as the job path's starts are:
+   * one group commit per round, each start counting those before it.
+   */
+  private readonly newRunStarts = new InRounds(
+    (runs: RootRunToPush[]) => createRootRunsOnPushWorkers(this.engine.pool, runs),
+    MAX_STARTS_PER_ROUND,
+  );
+  /** Runs this process started and pushed without a job, each with the job that takes it over. */
+  private readonly heldWithoutJob = new Map<string, DispatchRequest>();
+  /** Jobs of runs handed over while Redis would not take them: enqueued again each refresh. */
+  private readonly handOversDue = new Map<string, DispatchRequest>();
 
   constructor(
     private readonly engine: Engine,
@@ -98,8 +124,10 @@ export class PushDispatcher {
   ) {}
 
   start(): void {
-    // Redis lists this process as alive until it lets go, also while its consumers close.
+    // Redis lists this process as alive until it lets go, also while its consumers close: the
+    // scheduler takes that for the liveness of the runs it holds without jobs, too.
     this.engine.dispatcher.announceConsumer();
+    this.engine.executions.pushWithoutJob = this;
     const loop = () => {
       this.refreshing = this.refresh()
         .catch((err) => this.o.logger.warn({ err: String(err) }, "push queue lookup failed"))
@@ -111,18 +139,78 @@ export class PushDispatcher {
   }
 
   /**
-   * Stops taking jobs. Pushes under way are answered first (bounded by the push timeout), so no run
-   * is left started but never pushed; held runs stay with their workers, and their jobs, whose locks
-   * now lapse, are adopted by another dispatcher.
+   * Stops taking jobs and new runs. Pushes under way are answered first (bounded by the push
+   * timeout), so no run is left started but never pushed; held runs stay with their workers, and
+   * their jobs, whose locks now lapse, are adopted by another dispatcher. Runs held without a job
+   * get their jobs now, for another dispatcher to adopt.
    */
   async stop(): Promise<void> {
     this.stopping = true;
+    if (this.engine.executions.pushWithoutJob === this) this.engine.executions.pushWithoutJob = null;
     clearTimeout(this.timer);
     await this.refreshing;
     const deadline = Date.now() + (this.o.pushTimeoutMs ?? 10_000) + 1000;
     while (this.pushing > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     await Promise.allSettled([...this.consumers.values()].map((w) => w.close(true)));
     this.consumers.clear();
+    for (const [id, job] of this.heldWithoutJob) this.handOversDue.set(id, job);
+    await this.enqueueHandOvers();
+  }
+
+  /** Whether a new plain root run of this workflow may go to a push worker without a job. */
+  serves(projectId: string, workflowId: string): boolean {
+    return !this.stopping && this.servedWorkflows.has(`${projectId} ${workflowId}`);
+  }
+
+  /**
+   * Inserts a plain root run and, in the same commit, starts it on the least loaded push worker with
+   * room, then pushes it without a job (not awaited: the caller is answered once the run is in).
+   * When no push worker takes it there, its job is enqueued as for any run.
+   */
+  async createAndPush(projectId: string, request: RunRequest, id: string): Promise<CreatedRootRun> {
+    const { created, started } = await this.newRunStarts.run(projectId, {
+      projectId,
+      request,
+      id,
+      pushHolder: CONSUMER_NAME,
+    });
+    if (started) void this.pushWithoutJob(started, created.dispatch);
+    else await this.engine.dispatcher.dispatch([created.dispatch]);
+    return created;
+  }
+
+  /**
+   * Pushes a run started without a job and holds it until it leaves its worker. A push the worker
+   * does not take gives the run back to the queue, with its job; anything that goes wrong, or this
+   * process stopping, hands the run to its job, which decides from the run as stored (adopt it, or
+   * start it again under a new lease).
+   */
+  private async pushWithoutJob(started: StartedRun, job: DispatchRequest): Promise<void> {
+    const id = started.execution.id;
+    this.heldWithoutJob.set(id, job);
+    try {
+      if (this.stopping) {
+        this.handOversDue.set(id, job);
+      } else if (!(await this.pushAndHold(started, true))) {
+        if (await this.unstart(started.execution)) this.handOversDue.set(id, job);
+      }
+    } catch (err) {
+      this.o.logger.warn(
+        { err: String(err), execution_id: id },
+        "push without a job failed; its job takes over",
+      );
+      this.handOversDue.set(id, job);
+    } finally {
+      this.heldWithoutJob.delete(id);
+    }
+    await this.enqueueHandOvers();
+  }
+
+  /** Enqueues the jobs of runs handed over; those Redis would not take stay due for the next try. */
+  private async enqueueHandOvers(): Promise<void> {
+    for (const [id, job] of this.handOversDue) {
+      if ((await this.engine.dispatcher.dispatch([job])) === 1) this.handOversDue.delete(id);
+    }
   }
 
   /**
@@ -131,23 +219,33 @@ export class PushDispatcher {
    * reach of in-cluster workers on the same queue.
    */
   async refresh(): Promise<void> {
-    // Purpose: the queues to consume and the push capacity behind each. Locks: none. Result: one
-    // row per (project, queue); a worker without a limit counts as UNLIMITED_CAPACITY.
-    const rows = await this.engine.prisma.$queryRaw<{ projectId: string; queue: string; capacity: number }[]>(
+    // Purpose: the queues to consume, the push capacity behind each and the workflows served there.
+    // Locks: none. Result: one row per (project, queue); a worker without a limit counts as
+    // UNLIMITED_CAPACITY.
+    const rows = await this.engine.prisma.$queryRaw<
+      { projectId: string; queue: string; capacity: number; workflows: string[] }[]
+    >(
       Prisma.sql`
-      SELECT q.project_id AS "projectId", q.queue,
-             SUM(COALESCE(w.max_concurrent_executions, ${UNLIMITED_CAPACITY}))::int AS capacity
-      FROM (SELECT DISTINCT r.project_id, COALESCE(r.queue_name, 'default') AS queue, w.id AS worker_id
-            FROM workers w JOIN workflow_registrations r
-              ON r.project_id = w.project_id
-             AND w.capabilities -> 'workflow_ids' @> jsonb_build_array(r.workflow_id)
-            WHERE w.mode = 'push' AND w.status = 'online') q
-      JOIN workers w ON w.id = q.worker_id
-      GROUP BY q.project_id, q.queue`,
+      WITH served AS (
+        SELECT DISTINCT r.project_id, COALESCE(r.queue_name, 'default') AS queue, r.workflow_id,
+               w.id AS worker_id, COALESCE(w.max_concurrent_executions, ${UNLIMITED_CAPACITY}) AS capacity
+        FROM workers w JOIN workflow_registrations r
+          ON r.project_id = w.project_id
+         AND w.capabilities -> 'workflow_ids' @> jsonb_build_array(r.workflow_id)
+        WHERE w.mode = 'push' AND w.status = 'online')
+      SELECT s.project_id AS "projectId", s.queue, array_agg(DISTINCT s.workflow_id) AS workflows,
+             (SELECT SUM(d.capacity) FROM (SELECT DISTINCT c.worker_id, c.capacity FROM served c
+                                            WHERE c.project_id = s.project_id AND c.queue = s.queue) d
+             )::int AS capacity
+      FROM served s
+      GROUP BY s.project_id, s.queue`,
     );
+    await this.enqueueHandOvers();
     const wanted = new Set<string>();
-    for (const { projectId, queue, capacity } of rows) {
+    const served = new Set<string>();
+    for (const { projectId, queue, capacity, workflows } of rows) {
       if (this.o.projectIds && !this.o.projectIds.includes(projectId)) continue;
+      for (const workflowId of workflows) served.add(`${projectId} ${workflowId}`);
       const name = bullQueueName(projectId, queue);
       wanted.add(name);
       const concurrency = Math.max(1, Math.min(capacity, this.o.concurrency ?? UNLIMITED_CAPACITY));
@@ -182,6 +280,7 @@ export class PushDispatcher {
       void consumer.close().catch(() => {});
       this.o.logger.info({ queue: name }, "no push worker serves the queue now; stopped taking its runs");
     }
+    this.servedWorkflows = served;
   }
 
   private async process(job: Job<JobData, string>, token?: string): Promise<string> {
@@ -202,61 +301,72 @@ export class PushDispatcher {
         await this.waitForRoom(round, started.retryAt);
         continue;
       }
-      const { execution, worker, journal } = started;
-      this.engine.metrics.runStarted(execution);
-      // Watched from now, as started (not read again). The worker routes may act on it as started
-      // (pushedRuns) from now too: the worker may report before its answer to the push arrives.
-      const stopWatching = new AbortController();
-      const leaves = this.engine.executions.untilLeaves(execution.id, execution.lease, HOLD_RECHECK_MS, {
-        started: execution,
-        signal: stopWatching.signal,
-      });
-      leaves.catch(() => {}); // awaited by hold() only if the push is taken
-      this.engine.pushedRuns.add(execution);
-      let outcome: PushOutcome;
-      try {
-        this.pushing++;
-        try {
-          outcome = await sendPush(
-            worker,
-            await this.pushBody(execution, worker, journal),
-            this.o.pushTimeoutMs ?? 10_000,
-          );
-          // The worker has the run now: a dispatcher that adopts this job later must only wait.
-          if (outcome.kind === "accepted")
-            await markPushed(this.engine.pool, claimOf(execution), execution.id);
-        } finally {
-          this.pushing--;
-        }
-        this.engine.metrics.pushed(outcome.kind);
-        await recordPushOutcome(this.engine.prisma, worker, outcome.kind);
-        if (outcome.kind === "accepted") {
-          await this.hold(execution, worker, leaves);
-          return "pushed";
-        }
-      } finally {
-        this.engine.pushedRuns.remove(execution);
-        stopWatching.abort(PUSH_OVER);
-      }
-      this.o.logger.warn(
-        {
-          execution_id: execution.id,
-          worker_id: worker.id,
-          outcome: outcome.kind,
-          ...("reason" in outcome ? { reason: outcome.reason } : {}),
-        },
-        "push not taken; trying again",
-      );
+      if (await this.pushAndHold(started, false)) return "pushed";
       // Back to queued under this job's dispatch: the next round pushes it (no attempt used).
-      if (
-        !(await unstartExecution(this.engine.prisma, {
-          executionId: execution.id,
-          claim: claimOf(execution),
-        }))
-      ) {
-        return "stale";
-      }
+      if (!(await this.unstart(started.execution))) return "stale";
     }
+  }
+
+  /**
+   * Pushes a run just started on a push worker and, when the worker takes it, holds it until it
+   * leaves that worker (true). False when the worker did not take it: the run is still started, for
+   * the caller to give back. `withoutJob`: no job holds the run (see hold).
+   */
+  private async pushAndHold(started: StartedRun, withoutJob: boolean): Promise<boolean> {
+    const { execution, worker, journal } = started;
+    this.engine.metrics.runStarted(execution);
+    // Watched from now, as started (not read again). The worker routes may act on it as started
+    // (pushedRuns) from now too: the worker may report before its answer to the push arrives.
+    const stopWatching = new AbortController();
+    const leaves = this.engine.executions.untilLeaves(execution.id, execution.lease, HOLD_RECHECK_MS, {
+      started: execution,
+      signal: stopWatching.signal,
+    });
+    leaves.catch(() => {}); // awaited by hold() only if the push is taken
+    this.engine.pushedRuns.add(execution);
+    let outcome: PushOutcome;
+    try {
+      this.pushing++;
+      try {
+        outcome = await sendPush(
+          worker,
+          await this.pushBody(execution, worker, journal),
+          this.o.pushTimeoutMs ?? 10_000,
+        );
+        // The worker has the run now: a dispatcher that adopts this job later must only wait.
+        if (outcome.kind === "accepted") await markPushed(this.engine.pool, claimOf(execution), execution.id);
+      } finally {
+        this.pushing--;
+      }
+      this.engine.metrics.pushed(outcome.kind);
+      await recordPushOutcome(this.engine.prisma, worker, outcome.kind);
+      if (outcome.kind === "accepted") {
+        await this.hold(execution, worker, leaves, withoutJob);
+        return true;
+      }
+    } finally {
+      this.engine.pushedRuns.remove(execution);
+      stopWatching.abort(PUSH_OVER);
+    }
+    this.o.logger.warn(
+      {
+        execution_id: execution.id,
+        worker_id: worker.id,
+        outcome: outcome.kind,
+        ...("reason" in outcome ? { reason: outcome.reason } : {}),
+      },
+      "push not taken; trying again",
+    );
+    return false;
+  }
+
+  /** running → queued under the same dispatch sequence, if the run is still so started. */
+  private async unstart(execution: Execution): Promise<boolean> {
+    const back = await unstartExecution(this.engine.prisma, {
+      executionId: execution.id,
+      claim: claimOf(execution),
+    });
+    return back !== null;
   }
 
   /**
@@ -310,8 +420,15 @@ export class PushDispatcher {
   /**
    * Keeps the job until the run leaves the worker it was pushed to. When it left because it was
    * cancelled or timed out, the worker is told to stop it. `firstRound`: a watch begun earlier.
+   * `withoutJob`: no job holds the run; stopping, this process goes on watching it (its job, which
+   * stop() enqueues, is adopted elsewhere) instead of keeping a job from completing.
    */
-  private async hold(run: Execution, worker: WorkerRow, firstRound?: Promise<Execution>): Promise<void> {
+  private async hold(
+    run: Execution,
+    worker: WorkerRow,
+    firstRound?: Promise<Execution>,
+    withoutJob = false,
+  ): Promise<void> {
     const runningSpan = showRunningAfterDelay(this.engine.traces, run, (err) =>
       this.o.logger.warn({ err: String(err), execution_id: run.id }, "span sync failed"),
     );
@@ -324,7 +441,7 @@ export class PushDispatcher {
         if (now.status === "running" && now.lease === run.lease) {
           // Shutting down: never let BullMQ complete the job of a run still out on its worker. The
           // job stays active until its lock lapses, and another dispatcher adopts it.
-          if (this.stopping) await new Promise<never>(() => {});
+          if (this.stopping && !withoutJob) await new Promise<never>(() => {});
           continue;
         }
         const timedOut =

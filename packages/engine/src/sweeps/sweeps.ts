@@ -187,7 +187,12 @@ export class Sweeps {
     batchSize = 200,
   }: SweepOptions = {}): Promise<number> {
     const candidates = await this.deps.prisma.execution.findMany({
-      where: { status: "running", updatedAt: { lt: new Date(Date.now() - strandedAfterMs) } },
+      // A run held without a job is its holder's (or, once that is gone, OrphanedJobs').
+      where: {
+        status: "running",
+        pushHolder: null,
+        updatedAt: { lt: new Date(Date.now() - strandedAfterMs) },
+      },
       select: { id: true, projectId: true, dispatchQueue: true, dispatchSeq: true, lease: true },
       orderBy: { updatedAt: "asc" },
       take: batchSize,
