@@ -1,12 +1,11 @@
 // Remote workers under faults, in real processes: a slow answer to a completion, one SIGKILLed
 // mid-run, and a queue limit shared by remote and in-cluster workers.
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createClient } from "@spool/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { countEffects, effects } from "../fixtures/file-effects.js";
 import { eventually, type Proc, type System, startSystem } from "./harness.js";
@@ -131,53 +130,6 @@ describe("remote workers under faults (real processes)", () => {
     const left = await sys.client.request<{ status: string }>("GET", `/workers/${leaving.workerId}`);
     expect(left.status).toBe("offline");
     await Promise.all(workers.map((w) => w.kill("SIGKILL")));
-  });
-
-  it("SIGKILL of the API that pushed runs without jobs: the scheduler gives them jobs, another API waits for them, no step runs twice", async () => {
-    // An API process that pushes: its new runs of r-gated go out without BullMQ jobs.
-    const pusher = await sys.startApiProcess(undefined, { SPOOL_PUSH_DISPATCH: "true" });
-    const worker = await sys.startRemoteWorker(env);
-    try {
-      await pusher.waitFor((l) => l.msg === "pushing runs of queue" && l.project_id === sys.projectId);
-      const viaPusher = createClient({ baseUrl: pusher.url, apiKey: sys.apiKey, projectId: sys.projectId });
-      const ids = await Promise.all(
-        [1, 2, 3].map(async () => (await viaPusher.run("r-gated", {})).execution_id),
-      );
-      await eventually(
-        async () => (ids.every((id) => countEffects(id, "step-2", effectsFile) === 1) ? true : undefined),
-        20_000,
-        "every run in its second step",
-      );
-      for (const id of ids) {
-        const { rows } = await sys.db.query("SELECT push_holder FROM executions WHERE id = $1", [id]);
-        expect(rows[0].push_holder).toEqual(expect.any(String));
-        expect(await sys.engine.dispatcher.jobState(sys.projectId, "default", `${id}.0`)).toBe("unknown");
-      }
-
-      await pusher.kill("SIGKILL");
-      await eventually(
-        async () => {
-          const { rows } = await sys.db.query(
-            "SELECT count(*)::int AS n FROM executions WHERE id = ANY($1::uuid[]) AND push_holder IS NULL",
-            [ids],
-          );
-          return rows[0].n === ids.length ? true : undefined;
-        },
-        30_000,
-        "the scheduler to give the runs their jobs",
-      );
-      writeFileSync(`${effectsFile}.open`, "");
-      for (const id of ids) {
-        const done = await sys.client.executions.waitForResult(id, { timeoutMs: 30_000 });
-        expect(done).toMatchObject({ status: "completed", result: { ok: true } });
-        expect(["step-1", "step-2", "step-3"].map((l) => countEffects(id, l, effectsFile))).toEqual([
-          1, 1, 1,
-        ]);
-      }
-    } finally {
-      await worker.kill("SIGKILL");
-      await pusher.kill("SIGKILL");
-    }
   });
 
   it("a queue with limit 2 holds across 2 remote workers and 1 in-cluster worker", async () => {
