@@ -212,13 +212,13 @@ export function createRootRunsOnPushWorkers(
  */
 export function startQueuedOnPushWorkersWaiting(
   pool: pg.Pool,
-  jobs: { executionId: string; dispatchSeq: number }[],
+  jobs: { executionId: string; dispatchSeq: number; pushHolder?: string }[],
   lockTimeout: LockTimeout = WAITING_START_LOCK_TIMEOUT,
 ): Promise<StartedOnPushWorker | null>[] {
   const now = new Date();
   return queryTogetherAlone(
     pool,
-    jobs.map((job, i) => startStatement(job, now, i === 0)),
+    jobs.map((job, i) => startStatement(job, now, i === 0, job.pushHolder)),
     lockTimeout,
   ).map(async (result) => {
     try {

@@ -98,7 +98,7 @@ export class PushDispatcher {
    * process, however many jobs a round of quick starts left to it.
    */
   private readonly waitingStarts = new InRounds(
-    (jobs: RunJob[]) => startQueuedOnPushWorkersWaiting(this.engine.pool, jobs),
+    (jobs: (RunJob & { pushHolder?: string })[]) => startQueuedOnPushWorkersWaiting(this.engine.pool, jobs),
     MAX_STARTS_PER_ROUND,
   );
   /** Queues this process found shared with workflows only in-cluster workers serve (warned once). */
@@ -165,7 +165,8 @@ export class PushDispatcher {
   /**
    * Inserts a plain root run and, in the same commit, starts it on the least loaded push worker with
    * room, then pushes it without a job (not awaited: the caller is answered once the run is in).
-   * When no push worker takes it there, its job is enqueued as for any run.
+   * When that start takes nothing, a start that waits for the worker's row is tried as for a job's
+   * first try; when that takes nothing either, the run's job is enqueued as for any run.
    */
   async createAndPush(projectId: string, request: RunRequest, id: string): Promise<CreatedRootRun> {
     const { created, started } = await this.newRunStarts.run(projectId, {
@@ -174,7 +175,14 @@ export class PushDispatcher {
       id,
       pushHolder: CONSUMER_NAME,
     });
-    if (started) void this.pushWithoutJob(started, created.dispatch);
+    const job = created.dispatch.data;
+    // As for a job's first try (quickStart): another API replica's round may hold the worker's row.
+    const startedAfterWait =
+      started ??
+      (job.kind === "run" && job.first
+        ? await this.waitingStarts.run(projectId, { ...job, pushHolder: CONSUMER_NAME })
+        : null);
+    if (startedAfterWait) void this.pushWithoutJob(startedAfterWait, created.dispatch);
     else await this.engine.dispatcher.dispatch([created.dispatch]);
     return created;
   }
