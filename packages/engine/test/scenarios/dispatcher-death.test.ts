@@ -1,17 +1,33 @@
 // The API process pushing a run dies while its worker runs it: BullMQ hands the run's job to another
 // dispatcher, which must adopt the run (wait for it), not push it a second time.
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { createLogger } from "@spool/shared";
 import { QueueEvents } from "bullmq";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { BULL_PREFIX, bullQueueName } from "../../src/dispatch/dispatcher.js";
 import { claimOf } from "../../src/execution/claim.js";
 import { PushDispatcher } from "../../src/push/push-dispatcher.js";
 import { createTestEngine } from "../engine-fixture.js";
-import { acceptingPushWorker } from "../push-worker-fixture.js";
 
 describe("a push dispatcher that dies while its run is out on a worker", () => {
+  const pushes: string[] = [];
+  const worker = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c: Buffer) => {
+      body += c.toString();
+    });
+    req.on("end", () => {
+      if (req.url === "/execute") pushes.push((JSON.parse(body) as { execution_id: string }).execution_id);
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ status: "accepted" }));
+    });
+  });
+  afterAll(() => new Promise<void>((resolve) => worker.close(() => resolve())));
+
   it("leaves its job to another dispatcher, which adopts the run without pushing it again", async () => {
-    const { url, pushes } = await acceptingPushWorker();
+    await new Promise<void>((resolve) => worker.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(worker.address() as AddressInfo).port}`;
     const { engine, prisma, projectId } = await createTestEngine();
     await engine.workers.register(projectId, {
       deploymentId: "d1",
@@ -44,10 +60,8 @@ describe("a push dispatcher that dies while its run is out on a worker", () => {
     );
     try {
       await events.waitUntilReady();
-      // Created before any dispatcher runs, so it goes through its job (push-without-job.test.ts
-      // covers the runs a dispatcher starts without one).
-      const { receipt } = await engine.executions.run(projectId, { workflowId: "wf", input: {} });
       first.start();
+      const { receipt } = await engine.executions.run(projectId, { workflowId: "wf", input: {} });
       const id = receipt.execution_id;
       const pushed = async () => {
         for (;;) {
