@@ -177,10 +177,16 @@ export class PushDispatcher {
     });
     const job = created.dispatch.data;
     // As for a job's first try (quickStart): another API replica's round may hold the worker's row.
+    // The run is in: whatever fails from here, its job must be enqueued.
     const startedAfterWait =
       started ??
       (job.kind === "run" && job.first
-        ? await this.waitingStarts.run(projectId, { ...job, pushHolder: CONSUMER_NAME })
+        ? await this.waitingStarts
+            .run(projectId, { ...job, pushHolder: CONSUMER_NAME })
+            .catch((err: unknown) => {
+              this.o.logger.warn({ err: String(err), execution_id: id }, "waiting start failed");
+              return null;
+            })
         : null);
     if (startedAfterWait) void this.pushWithoutJob(startedAfterWait, created.dispatch);
     else await this.engine.dispatcher.dispatch([created.dispatch]);
@@ -214,11 +220,16 @@ export class PushDispatcher {
     await this.enqueueHandOvers();
   }
 
-  /** Enqueues the jobs of runs handed over; those Redis would not take stay due for the next try. */
+  /**
+   * Enqueues the jobs of runs handed over, together (each enqueue is bounded); those Redis would not
+   * take stay due for the next try.
+   */
   private async enqueueHandOvers(): Promise<void> {
-    for (const [id, job] of this.handOversDue) {
-      if ((await this.engine.dispatcher.dispatch([job])) === 1) this.handOversDue.delete(id);
-    }
+    await Promise.all(
+      [...this.handOversDue].map(async ([id, job]) => {
+        if ((await this.engine.dispatcher.dispatch([job])) === 1) this.handOversDue.delete(id);
+      }),
+    );
   }
 
   /**
