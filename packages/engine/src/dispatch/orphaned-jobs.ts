@@ -2,7 +2,7 @@ import type { pg } from "@spool/db";
 import type { Logger } from "@spool/shared";
 import { Job } from "bullmq";
 import type { Redis } from "ioredis";
-import { runDispatch } from "../execution/create-executions.js";
+import { handOverHeldRuns } from "../push/held-runs.js";
 import { ALIVE_CONNECTION_PREFIX, BULL_PREFIX, CONSUMER_NAME, type Dispatcher } from "./dispatcher.js";
 
 export { CONSUMER_NAME };
@@ -99,7 +99,9 @@ export class OrphanedJobs {
     for (const job of orphans) {
       if (missingLongEnough(job.processedBy as string) && (await this.moveToWait(job))) moved++;
     }
-    for (const holder of goneHolders) if (missingLongEnough(holder)) moved += await this.handOver(holder);
+    for (const holder of goneHolders) {
+      if (missingLongEnough(holder)) moved += await handOverHeldRuns(this.pool, this.dispatcher, holder);
+    }
     this.missing = missing;
     if (moved > 0) this.logger.info({ jobs: moved }, "took back the jobs of consumers that are gone");
     return moved;
@@ -113,35 +115,6 @@ export class OrphanedJobs {
         WHERE status = 'running' AND push_holder IS NOT NULL`,
     );
     return rows.map((r) => r.holder);
-  }
-
-  /**
-   * Gives the running runs a process that is gone held without jobs their jobs (under their
-   * current dispatch: a dispatcher that takes one adopts the run, or starts it again if its push may
-   * never have left), then marks them held by those jobs. Returns how many; none while Redis refuses
-   * a job (the next round tries again).
-   */
-  private async handOver(holder: string): Promise<number> {
-    // Purpose: the runs and their jobs' fields. Locks: none (the enqueue is idempotent per dispatch).
-    const { rows } = await this.pool.query<{
-      id: string;
-      projectId: string;
-      dispatchQueue: string;
-      dispatchSeq: number;
-    }>(
-      `SELECT id, project_id AS "projectId", dispatch_queue AS "dispatchQueue", dispatch_seq AS "dispatchSeq"
-         FROM executions WHERE status = 'running' AND push_holder = $1 LIMIT 500`,
-      [holder],
-    );
-    if (rows.length === 0) return 0;
-    if ((await this.dispatcher.dispatch(rows.map((r) => runDispatch(r)))) < rows.length) return 0;
-    // Purpose: those runs are their jobs' now. Locks: their rows.
-    await this.pool.query(
-      `UPDATE executions SET push_holder = NULL
-        WHERE id = ANY($1::uuid[]) AND status = 'running' AND push_holder = $2`,
-      [rows.map((r) => r.id), holder],
-    );
-    return rows.length;
   }
 
   /** The active jobs of `queues`, each with the consumer that took it and its lock's token. */

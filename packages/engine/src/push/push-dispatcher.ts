@@ -22,6 +22,7 @@ import { maxResultBytes } from "../runtime/result-size.js";
 import { showRunningAfterDelay } from "../traces/running-span.js";
 import { InRounds } from "../util/in-rounds.js";
 import { recordPushOutcome, servedByAnyPushWorker, servedElsewhere } from "../workers/workers.js";
+import { handOverHeldRuns } from "./held-runs.js";
 import { type PushOutcome, sendCancel, sendPush } from "./push-client.js";
 
 /** Why a push's watch stops; abort() without a reason builds a DOMException and its stack every push. */
@@ -47,6 +48,12 @@ export interface PushDispatcherOptions {
   lockDurationMs?: number;
   /** Push only these projects' runs (default: every project's). */
   projectIds?: string[];
+  /**
+   * How long a run that names this process as its holder may go unheld here before it is handed
+   * to its job (a start whose answer was lost). Well past the push timeout: a run is held from
+   * before its push until it leaves its worker.
+   */
+  unheldGraceMs?: number;
 }
 
 /** How long a held run is watched per round before the loop looks again (announcements wake it sooner). */
@@ -57,6 +64,8 @@ const MAX_STARTS_PER_ROUND = 16;
 const UNLIMITED_CAPACITY = 1000;
 /** A run of a workflow no push worker serves goes back to the queue for an in-cluster worker. */
 const NOT_PUSHED_HERE_DELAY_MS = 250;
+/** See PushDispatcherOptions.unheldGraceMs. */
+const UNHELD_GRACE_MS = 60_000;
 /** How often a run whose push workers are all away is looked at again. */
 const AWAY_DELAY_MS = 5000;
 
@@ -260,6 +269,12 @@ export class PushDispatcher {
       GROUP BY s.project_id, s.queue`,
     );
     await this.enqueueHandOvers();
+    // Runs this process started but does not hold: a start whose answer was lost (the connection
+    // dropped after its commit) left the run running, named as held here, with nobody pushing it.
+    await handOverHeldRuns(this.engine.pool, this.engine.dispatcher, CONSUMER_NAME, {
+      notUpdatedSince: new Date(Date.now() - (this.o.unheldGraceMs ?? UNHELD_GRACE_MS)),
+      except: this.heldWithoutJob,
+    });
     const wanted = new Set<string>();
     const served = new Set<string>();
     for (const { projectId, queue, capacity, workflows } of rows) {

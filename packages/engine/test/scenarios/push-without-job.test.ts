@@ -47,12 +47,13 @@ describe("runs pushed without a job", () => {
       return r.status === "running" && r.pushedLease === r.lease ? r : undefined;
     });
   /** A dispatcher of this project that has looked up the workflows push workers serve. */
-  const dispatcher = async (o: { logger?: typeof logger } = {}) => {
+  const dispatcher = async (o: { unheldGraceMs?: number } = {}) => {
     const d = new PushDispatcher(env.engine, {
-      logger: o.logger ?? logger,
+      logger,
       refreshMs: 100,
       lockDurationMs: 1000,
       projectIds: [env.projectId],
+      ...o,
     });
     d.start();
     await until(async () => (d.serves(env.projectId, "wf") ? true : undefined));
@@ -143,6 +144,32 @@ describe("runs pushed without a job", () => {
         await env.engine.executions.complete(started.id, claimOf(started), "done remotely");
       }
       expect(pushes).toEqual([lost.created.execution.id]);
+    } finally {
+      await d.stop();
+    }
+  });
+
+  it("a run this process started but does not hold (its start's answer was lost) goes to its job and is pushed", async () => {
+    pushes.length = 0;
+    // What a start whose answer never came back leaves: the run started, held by this process.
+    const [lost] = await Promise.all(
+      createRootRunsOnPushWorkers(env.engine.pool, [
+        {
+          projectId: env.projectId,
+          request: { workflowId: "wf", input: {} },
+          id: crypto.randomUUID(),
+          pushHolder: CONSUMER_NAME,
+        },
+      ]),
+    );
+    if (!lost?.started) throw new Error("not started");
+    const d = await dispatcher({ unheldGraceMs: 0 });
+    try {
+      const again = await pushedRow(lost.created.execution.id);
+      expect(again.lease).toBe(lost.started.execution.lease + 1);
+      expect(again.pushHolder).toBeNull();
+      expect(pushes).toEqual([lost.created.execution.id]);
+      await env.engine.executions.complete(again.id, claimOf(again), "done remotely");
     } finally {
       await d.stop();
     }
