@@ -163,15 +163,17 @@ export class Executions {
    */
   private async createPlainRun(projectId: string, request: RunRequest, id: string = randomUUID()) {
     const pusher = this.pushWithoutJob;
-    if (pusher?.serves(projectId, request.workflowId)) {
-      const { execution } = await pusher.createAndPush(projectId, request, id);
-      this.deps.metrics.runsCreated([execution]);
-      return execution;
-    }
-    const { execution, dispatch } = await createRootRun(this.deps.pool, projectId, request, id);
+    const { execution } = pusher?.serves(projectId, request.workflowId)
+      ? await pusher.createAndPush(projectId, request, id)
+      : await this.createAndEnqueue(projectId, request, id);
     this.deps.metrics.runsCreated([execution]);
-    await this.deps.dispatcher.dispatch([dispatch]);
     return execution;
+  }
+
+  private async createAndEnqueue(projectId: string, request: RunRequest, id: string) {
+    const created = await createRootRun(this.deps.pool, projectId, request, id);
+    await this.deps.dispatcher.dispatch([created.dispatch]);
+    return created;
   }
 
   /** Starts several runs, all or nothing, receipts in request order. */

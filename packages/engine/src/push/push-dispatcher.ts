@@ -6,7 +6,7 @@ import { BULL_PREFIX, bullQueueName, type DispatchRequest, type JobData } from "
 import { CONSUMER_NAME } from "../dispatch/orphaned-jobs.js";
 import type { Engine } from "../engine.js";
 import { claimOf } from "../execution/claim.js";
-import type { CreatedRootRun, RunRequest } from "../execution/create-executions.js";
+import { type CreatedRootRun, type RunRequest, runDispatch } from "../execution/create-executions.js";
 import type { JournalRows } from "../execution/journal-store.js";
 import {
   createRootRunsOnPushWorkers,
@@ -122,8 +122,8 @@ export class PushDispatcher {
     (runs: RootRunToPush[]) => createRootRunsOnPushWorkers(this.engine.pool, runs),
     MAX_STARTS_PER_ROUND,
   );
-  /** Runs this process started and pushed without a job, each with the job that takes it over. */
-  private readonly heldWithoutJob = new Map<string, DispatchRequest>();
+  /** Runs this process started and pushed without a job, as started. */
+  private readonly heldWithoutJob = new Map<string, Execution>();
   /** Jobs of runs handed over while Redis would not take them: enqueued again each refresh. */
   private readonly handOversDue = new Map<string, DispatchRequest>();
 
@@ -162,7 +162,7 @@ export class PushDispatcher {
     while (this.pushing > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     await Promise.allSettled([...this.consumers.values()].map((w) => w.close(true)));
     this.consumers.clear();
-    for (const [id, job] of this.heldWithoutJob) this.handOversDue.set(id, job);
+    for (const [id, run] of this.heldWithoutJob) this.handOversDue.set(id, runDispatch(run));
     await this.enqueueHandOvers();
   }
 
@@ -197,7 +197,7 @@ export class PushDispatcher {
               return null;
             })
         : null);
-    if (startedAfterWait) void this.pushWithoutJob(startedAfterWait, created.dispatch);
+    if (startedAfterWait) void this.pushWithoutJob(startedAfterWait);
     else await this.engine.dispatcher.dispatch([created.dispatch]);
     return created;
   }
@@ -208,9 +208,11 @@ export class PushDispatcher {
    * process stopping, hands the run to its job, which decides from the run as stored (adopt it, or
    * start it again under a new lease).
    */
-  private async pushWithoutJob(started: StartedRun, job: DispatchRequest): Promise<void> {
+  private async pushWithoutJob(started: StartedRun): Promise<void> {
     const id = started.execution.id;
-    this.heldWithoutJob.set(id, job);
+    // The job of the run's current dispatch (a start keeps the dispatch sequence).
+    const job = runDispatch(started.execution);
+    this.heldWithoutJob.set(id, started.execution);
     try {
       if (this.stopping) {
         this.handOversDue.set(id, job);
