@@ -6,18 +6,26 @@ export { eventsChannel, type NewEvent, PUBLISH_CHANNEL, type PublishedEvent } fr
 export { matchesFilter } from "./events/match.js";
 export type { Blocked, BlockedReason } from "./execution/blocked.js";
 export { type Claim, claimOf } from "./execution/claim.js";
-export { DEFAULT_QUEUE, type RunRequest } from "./execution/create-executions.js";
+export { DEFAULT_QUEUE, type RunRequest, runDispatch } from "./execution/create-executions.js";
 export type { Delivery } from "./execution/deferred-start.js";
 export type { ExecutionView, RunReceipt } from "./execution/executions.js";
 export type { StepView } from "./execution/list-steps.js";
 export type { StartResult } from "./execution/start-execution.js";
 export { canTransition, TRANSITIONS } from "./execution/statuses.js";
+export {
+  advertiseConsumer,
+  decodeStartedRun,
+  directRunsChannel,
+  InClusterSender,
+  withdrawConsumer,
+} from "./in-cluster/direct-runs.js";
 export { createPostgresHost } from "./in-cluster/postgres-host.js";
 export { createPrometheusMetrics, type EngineMetrics, NO_METRICS } from "./metrics/metrics.js";
 export { collectRuntimeMetrics, processMetrics, serveMetrics } from "./metrics/server.js";
 export { registerStateGauges } from "./metrics/state-gauges.js";
 export { generateApiKey, hashApiKey } from "./projects/api-keys.js";
 export type { Principal } from "./projects/projects.js";
+export { handOverHeldRuns } from "./push/held-runs.js";
 export { PushDispatcher, type PushDispatcherOptions } from "./push/push-dispatcher.js";
 export { DEFAULT_MAX_QUEUES_PER_PROJECT } from "./registry/queue-cap.js";
 export type { QueueState } from "./registry/queue-states.js";

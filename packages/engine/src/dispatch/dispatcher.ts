@@ -61,6 +61,13 @@ export const CONSUMER_NAME = `${hostname().replace(/[^A-Za-z0-9.-]/g, "-")}.${pr
  */
 export const ALIVE_CONNECTION_PREFIX = `${BULL_PREFIX}:alive:`;
 
+/**
+ * A key per in-cluster worker process that takes runs without jobs, renewed every second with its
+ * job lock's length to live (in-cluster/direct-runs.ts): while the process is listed but the key is
+ * gone, it is frozen, and the runs it holds go to jobs (OrphanedJobs).
+ */
+export const CONSUMER_LEASE_PREFIX = `${BULL_PREFIX}:lease:`;
+
 export interface DispatcherOptions {
   redisUrl: string;
   logger: Logger;
@@ -167,6 +174,31 @@ export class Dispatcher {
       void idle.close().catch(() => {});
     }
     return queue;
+  }
+
+  /**
+   * Publishes `message` on a Redis channel, on the producer connection: how many subscribers got
+   * it. Throws when Redis is out of reach.
+   */
+  publish(channel: string, message: string): Promise<number> {
+    return this.bounded(this.producerConnection().publish(channel, message), "publish");
+  }
+
+  /** This process's lease (CONSUMER_LEASE_PREFIX) lives `ms` from now. Throws when Redis is away. */
+  async renewConsumerLease(ms: number): Promise<void> {
+    await this.bounded(
+      this.producerConnection().set(CONSUMER_LEASE_PREFIX + CONSUMER_NAME, "1", "PX", ms),
+      "lease renewal",
+    );
+  }
+
+  /** Of these consumers' leases (CONSUMER_LEASE_PREFIX), which exist. Throws when Redis is away. */
+  async liveLeases(consumers: string[]): Promise<Set<string>> {
+    if (consumers.length === 0) return new Set();
+    const pipeline = this.producerConnection().pipeline();
+    for (const c of consumers) pipeline.exists(CONSUMER_LEASE_PREFIX + c);
+    const results = (await this.bounded(pipeline.exec(), "reading leases")) ?? [];
+    return new Set(consumers.filter((_, i) => results[i]?.[1] === 1));
   }
 
   /** Enqueues each request; returns how many reached Redis. Never throws. */

@@ -31,9 +31,11 @@ const FULL_CHECK_MS = 10_000;
  * consumer has been missing for `graceMs` goes back to wait, exactly what BullMQ's stalled check would
  * do later; the next worker's start takes a new lease, which fences the dead one for good.
  *
- * Runs an API process pushed without a job (`executions.push_holder`) are looked at in the same
- * rounds: those of a holder missing for `graceMs` get their jobs, and a push dispatcher that takes
- * one adopts the run or starts it again, as it would a dead dispatcher's job.
+ * Runs an API process pushed without a job, or an in-cluster worker process took without one
+ * (`executions.push_holder`), are looked at in the same rounds: those of a holder missing for
+ * `graceMs` get their jobs, and whoever takes one adopts the run or starts it again (a push
+ * dispatcher, as it would a dead dispatcher's job; a worker, under a new lease). So do those of a
+ * listed in-cluster process whose lease in Redis lapsed (frozen).
  */
 export class OrphanedJobs {
   /** Consumers holding active jobs while missing from the client list, and since when. */
@@ -87,7 +89,8 @@ export class OrphanedJobs {
     const orphans = (await this.activeJobs([...queues])).filter(
       (j) => j.processedBy !== undefined && !connected.has(j.processedBy),
     );
-    const goneHolders = (await this.pushHolders()).filter((h) => !connected.has(h));
+    const holders = await this.pushHolders();
+    const goneHolders = holders.filter((h) => !connected.has(h.holder)).map((h) => h.holder);
     const missing = new Map<string, number>();
     /** Whether `consumer` has been missing for the grace period (from this round on, if it is new). */
     const missingLongEnough = (consumer: string) => {
@@ -102,19 +105,38 @@ export class OrphanedJobs {
     for (const holder of goneHolders) {
       if (missingLongEnough(holder)) moved += await handOverHeldRuns(this.pool, this.dispatcher, holder);
     }
+    // Listed, but an in-cluster process whose lease lapsed: frozen, as a BullMQ job whose lock expired
+    // (not judged while consumers may be reconnecting: their leases come back with them). Should it
+    // come back, its next write is refused: the job's start takes a new lease.
+    const listed = holders.filter((h) => h.inCluster && connected.has(h.holder)).map((h) => h.holder);
+    const leased = restart ? new Set(listed) : await this.dispatcher.liveLeases(listed);
+    for (const holder of listed.filter((h) => !leased.has(h))) {
+      const handed = await handOverHeldRuns(this.pool, this.dispatcher, holder);
+      if (handed > 0) {
+        this.logger.warn(
+          { consumer: holder, runs: handed },
+          "a worker process stopped renewing its lease; its runs go to jobs",
+        );
+      }
+      moved += handed;
+    }
     this.missing = missing;
     if (moved > 0) this.logger.info({ jobs: moved }, "took back the jobs of consumers that are gone");
     return moved;
   }
 
-  /** The processes that hold running runs without jobs. */
-  private async pushHolders(): Promise<string[]> {
-    // Purpose: see above; the predicate is executions_push_holder_idx's. Locks: none.
-    const { rows } = await this.pool.query<{ holder: string }>(
-      `SELECT DISTINCT push_holder AS holder FROM executions
-        WHERE status = 'running' AND push_holder IS NOT NULL`,
+  /**
+   * The processes that hold running runs without jobs; `inCluster`: an in-cluster worker process
+   * that takes runs without jobs (in-cluster/direct-runs.ts), which keeps a lease in Redis.
+   */
+  private async pushHolders(): Promise<{ holder: string; inCluster: boolean }[]> {
+    // Purpose: see above; the inner predicate is executions_push_holder_idx's. Locks: none.
+    const { rows } = await this.pool.query<{ holder: string; inCluster: boolean }>(
+      `SELECT h.holder, EXISTS (SELECT 1 FROM workers w WHERE w.consumer_name = h.holder) AS "inCluster"
+         FROM (SELECT DISTINCT push_holder AS holder FROM executions
+                WHERE status = 'running' AND push_holder IS NOT NULL) h`,
     );
-    return rows.map((r) => r.holder);
+    return rows;
   }
 
   /** The active jobs of `queues`, each with the consumer that took it and its lock's token. */

@@ -79,16 +79,31 @@ const receipt = (e: Execution): RunReceipt => ({
  * Who starts new plain root runs on push workers without a job, in this process: its push
  * dispatcher (push/push-dispatcher.ts), while it runs.
  */
-export interface RunsPushedWithoutJob {
+/** A way this process starts a new plain root run on a worker without a BullMQ job. */
+export interface RunsStartedWithoutJob {
   /** Whether a new plain root run of this workflow goes that way. */
   serves(projectId: string, workflowId: string): boolean;
-  /** Inserts the run and pushes it, or enqueues its job when no push worker takes it now. */
-  createAndPush(projectId: string, request: RunRequest, id: string): Promise<{ execution: Execution }>;
+  /** Inserts the run and starts it on a worker, or enqueues its job when no worker takes it now. */
+  createAndStart(projectId: string, request: RunRequest, id: string): Promise<{ execution: Execution }>;
 }
 
 export class Executions {
-  /** Set by this process's push dispatcher while it runs. */
-  pushWithoutJob: RunsPushedWithoutJob | null = null;
+  /**
+   * The ways this process starts runs without jobs while they run, tried in order: its push
+   * dispatcher (remote workers), then its sender to in-cluster worker processes.
+   */
+  private readonly withoutJob: RunsStartedWithoutJob[] = [];
+
+  /** New plain root runs may start through `starter` from now on (`first`: tried before the others). */
+  addStarterWithoutJob(starter: RunsStartedWithoutJob, o: { first?: boolean } = {}): void {
+    if (o.first) this.withoutJob.unshift(starter);
+    else this.withoutJob.push(starter);
+  }
+
+  removeStarterWithoutJob(starter: RunsStartedWithoutJob): void {
+    const i = this.withoutJob.indexOf(starter);
+    if (i >= 0) this.withoutJob.splice(i, 1);
+  }
 
   constructor(
     private readonly deps: EngineDeps,
@@ -162,9 +177,9 @@ export class Executions {
    * push dispatcher pushes, inserted and started on a push worker together, with no job.
    */
   private async createPlainRun(projectId: string, request: RunRequest, id: string = randomUUID()) {
-    const pusher = this.pushWithoutJob;
-    const { execution } = pusher?.serves(projectId, request.workflowId)
-      ? await pusher.createAndPush(projectId, request, id)
+    const starter = this.withoutJob.find((s) => s.serves(projectId, request.workflowId));
+    const { execution } = starter
+      ? await starter.createAndStart(projectId, request, id)
       : await this.createAndEnqueue(projectId, request, id);
     this.deps.metrics.runsCreated([execution]);
     return execution;

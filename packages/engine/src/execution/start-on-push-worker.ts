@@ -32,18 +32,39 @@ export type PushStart =
 const runningOn = (workerId: string) =>
   `(SELECT count(*) FROM executions x WHERE x.worker_id = ${workerId} AND x.status = 'running')`;
 
-// The online push workers of a project that serve a workflow and are not paused after failed pushes
-// (alias w): those with room first, then the least loaded (one count per worker: a full worker's
-// key is its count plus 2^31, past every worker with room).
-const pushWorkerFor = (projectId: string, workflowId: string) => `
-     w.project_id = ${projectId} AND w.mode = 'push' AND w.status = 'online'
-     AND w.capabilities -> 'workflow_ids' @> jsonb_build_array(${workflowId})
-     AND (w.push_paused_until IS NULL OR w.push_paused_until <= now())
+// Of the candidate workers (alias w): those with room first, then the least loaded (one count per
+// worker: a full worker's key is its count plus 2^31, past every worker with room).
+const LEAST_LOADED_FIRST = `
    ORDER BY (SELECT count(*) + CASE WHEN count(*) >= COALESCE(w.max_concurrent_executions, 2147483647)
                                     THEN 2147483648 ELSE 0 END
                FROM executions x WHERE x.worker_id = w.id AND x.status = 'running'),
             random()
    LIMIT 1`;
+
+// The online push workers of a project that serve a workflow and are not paused after failed pushes
+// (alias w), least loaded first.
+const pushWorkerFor = (projectId: string, workflowId: string) => `
+     w.project_id = ${projectId} AND w.mode = 'push' AND w.status = 'online'
+     AND w.capabilities -> 'workflow_ids' @> jsonb_build_array(${workflowId})
+     AND (w.push_paused_until IS NULL OR w.push_paused_until <= now())${LEAST_LOADED_FIRST}`;
+
+/** How recently an in-cluster worker process must have been seen for a run to be sent to it. */
+export const CONSUMER_FRESH_MS = 3000;
+
+// The online in-cluster worker processes of a project that serve a workflow and take runs without
+// jobs, seen within CONSUMER_FRESH_MS (a frozen process is passed over), least loaded first.
+const inClusterWorkerFor = (projectId: string, workflowId: string) => `
+     w.project_id = ${projectId} AND w.mode = 'queue' AND w.status = 'online'
+     AND w.capabilities -> 'workflow_ids' @> jsonb_build_array(${workflowId})
+     AND w.consumer_name IS NOT NULL
+     AND w.consumer_seen_at > now() - interval '${CONSUMER_FRESH_MS} milliseconds'${LEAST_LOADED_FIRST}`;
+
+/**
+ * Where a run started without a job goes: a push worker (the API process that started it pushes
+ * it over HTTP and holds it, `push_holder` naming that process), or an in-cluster worker process
+ * (the run is published to it, `push_holder` naming that process).
+ */
+export type StartedOn = "push" | "in-cluster";
 
 // The start of run e on a push worker (alias e), held by its job or by `pushHolder` (see
 // takenColumns); roomOnPushWorker: if the worker has room (its running runs counted, plus `missed`:
@@ -109,14 +130,18 @@ const WORKER_PREFIX = "worker.";
 // run). Locks: the worker's row, the
 // execution row. Result: the started row, its journal and the worker (WORKER_PREFIX), or none (the
 // run is not queued under this dispatch or is locked, no unlocked worker with room, a limited lane).
-const startQueued = (waiting: boolean) => `
+const startQueued = (waiting: boolean, on: StartedOn = "push") => `
   WITH chosen AS (
     SELECT ${workerFields("w", WORKER_PREFIX)} FROM workers w, executions r
      WHERE r.id = $1::uuid AND r.dispatch_seq = $2 AND r.status = 'queued'
-       AND ${pushWorkerFor("r.project_id", "r.workflow_id")}
+       AND ${(on === "push" ? pushWorkerFor : inClusterWorkerFor)("r.project_id", "r.workflow_id")}
      FOR UPDATE OF w, r${waiting ? "" : " SKIP LOCKED"}),
   taken AS (
-    UPDATE executions e ${takeOnPushWorker(`chosen."${WORKER_PREFIX}id"`, "$3", "$4::text")}
+    UPDATE executions e ${takeOnPushWorker(
+      `chosen."${WORKER_PREFIX}id"`,
+      "$3",
+      on === "push" ? "$4::text" : `chosen."${WORKER_PREFIX}consumerName"`,
+    )}
       FROM chosen
      WHERE e.id = $1::uuid AND e.dispatch_seq = $2 AND e.status = 'queued'
        AND ${roomOnPushWorker(
@@ -129,6 +154,8 @@ const startQueued = (waiting: boolean) => `
   SELECT taken.*, chosen.*, ${journalColumns("$1::uuid")} FROM taken, chosen`;
 const START_QUEUED_ON_PUSH_WORKER = startQueued(false);
 const START_QUEUED_ON_PUSH_WORKER_WAITING = startQueued(true);
+// The same start on an in-cluster worker process, which the started row names as its holder.
+const START_QUEUED_IN_CLUSTER = startQueued(false, "in-cluster");
 
 export type StartedOnPushWorker = { execution: Execution; worker: Worker; journal: JournalRows };
 type StartedRow = Execution & { journalSteps: JournalRows["steps"]; journalWaits: RawWait[] };
@@ -182,14 +209,41 @@ export function createRootRunsOnPushWorkers(
   runs: RootRunToPush[],
 ): Promise<{ created: CreatedRootRun; started: StartedOnPushWorker | null }>[] {
   const now = new Date();
+  // A new run's dispatch sequence is the column's default.
+  return insertAndStart(pool, runs, now, (r) =>
+    startStatement({ executionId: r.id, dispatchSeq: 0 }, now, false, r.pushHolder),
+  );
+}
+
+/**
+ * New root runs, each inserted and started on the least loaded in-cluster worker process that takes
+ * runs without jobs and has room, by the same group commit, as createRootRunsOnPushWorkers does;
+ * the started row names that process as its holder. `started` null: its job must be enqueued.
+ */
+export function createRootRunsOnInClusterWorkers(
+  pool: pg.Pool,
+  runs: { projectId: string; request: RunRequest; id: string }[],
+): Promise<{ created: CreatedRootRun; started: StartedOnPushWorker | null }>[] {
+  const now = new Date();
+  return insertAndStart(pool, runs, now, (r) => ({
+    name: "spool_start_queued_in_cluster",
+    text: START_QUEUED_IN_CLUSTER,
+    // A new run's dispatch sequence is the column's default.
+    values: [r.id, 0, now],
+  }));
+}
+
+/** Each run's insert followed by its start, as one group commit (see createRootRunsOnPushWorkers). */
+function insertAndStart<R extends { projectId: string; request: RunRequest; id: string }>(
+  pool: pg.Pool,
+  runs: R[],
+  now: Date,
+  start: (run: R) => { name: string; text: string; values: unknown[] },
+): Promise<{ created: CreatedRootRun; started: StartedOnPushWorker | null }>[] {
   const inserts = runs.map((r) => insertRootRun(r.projectId, r.request, r.id, now));
   const results = queryTogether(
     pool,
-    runs.flatMap((r, i) => [
-      inserts[i]!.statement,
-      // A new run's dispatch sequence is the column's default.
-      startStatement({ executionId: r.id, dispatchSeq: 0 }, now, false, r.pushHolder),
-    ]),
+    runs.flatMap((r, i) => [inserts[i]!.statement, start(r)]),
   );
   return runs.map(async (_, i) => {
     const started = results[i * 2 + 1]!.then(

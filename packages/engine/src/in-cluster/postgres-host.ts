@@ -33,6 +33,11 @@ export function createPostgresHost(
     onStarted?: (claim: Claim) => void;
     /** How long a deferred start waits for the first step's write (DeferredStart's default). */
     deferStartMs?: number;
+    /**
+     * The run as an API started it on this process, just inserted (in-cluster/direct-runs.ts): it
+     * has no steps yet, and the job names its current dispatch.
+     */
+    started?: Execution;
   },
 ): RunHost {
   let execution: Execution | undefined;
@@ -90,6 +95,23 @@ export function createPostgresHost(
     );
   };
 
+  /** The run is this job's, as started: what the runner replays it with. */
+  const begin = (started: Execution) => {
+    observe(started);
+    began(started);
+    return {
+      input: started.input,
+      execution: {
+        id: started.id,
+        workflowId: started.workflowId,
+        attempt: started.attempt,
+        queueName: started.queueName,
+        parentExecutionId: started.parentExecutionId,
+        rootExecutionId: started.rootExecutionId ?? started.id,
+      },
+    };
+  };
+
   return {
     async start() {
       if (mayDefer(job.first, options.delivery)) {
@@ -121,6 +143,12 @@ export function createPostgresHost(
           },
         };
       }
+      if (options.started) {
+        engine.metrics.runStarted(options.started);
+        loaded = { steps: [], waits: [] };
+        fresh = true;
+        return begin(options.started);
+      }
       const result = await engine.executions.start(job.executionId, job.dispatchSeq, options.workerId());
       if (result.status === "held") {
         // A live remote worker runs it; this job only came back because the dispatcher that pushed
@@ -133,22 +161,9 @@ export function createPostgresHost(
       }
       // Stale, or its lane's partition is full: the run that frees a slot dispatches it again.
       if (result.status === "stale" || result.status === "slot_wait") return null;
-      const started = result.execution;
       loaded = result.journal;
       fresh = loaded !== undefined && loaded.steps.length === 0 && loaded.waits.length === 0;
-      observe(started);
-      began(started);
-      return {
-        input: started.input,
-        execution: {
-          id: started.id,
-          workflowId: started.workflowId,
-          attempt: started.attempt,
-          queueName: started.queueName,
-          parentExecutionId: started.parentExecutionId,
-          rootExecutionId: started.rootExecutionId ?? started.id,
-        },
-      };
+      return begin(result.execution);
     },
     async journal() {
       // What the start read serves the first replay; a replay after a superseded step reads again.

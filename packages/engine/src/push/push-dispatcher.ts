@@ -78,7 +78,7 @@ const AWAY_DELAY_MS = 5000;
  * pushed again, while the run's worker is online: its step functions must not run twice.
  *
  * A new plain root run of a workflow a push worker serves, created in this process, takes no job
- * at all when a push worker has room (`createAndPush`): it is inserted and started by one group
+ * at all when a push worker has room (`createAndStart`): it is inserted and started by one group
  * commit, pushed, and held here, its row naming this process (`push_holder`). Should this process
  * stop, it hands such runs to jobs; should it die, the scheduler does (OrphanedJobs), and a
  * dispatcher that takes the job adopts or restarts the run as above.
@@ -136,7 +136,8 @@ export class PushDispatcher {
     // Redis lists this process as alive until it lets go, also while its consumers close: the
     // scheduler takes that for the liveness of the runs it holds without jobs, too.
     this.engine.dispatcher.announceConsumer();
-    this.engine.executions.pushWithoutJob = this;
+    // Tried before any other way of starting runs without jobs (in-cluster/direct-runs.ts).
+    this.engine.executions.addStarterWithoutJob(this, { first: true });
     const loop = () => {
       this.refreshing = this.refresh()
         .catch((err) => this.o.logger.warn({ err: String(err) }, "push queue lookup failed"))
@@ -155,7 +156,7 @@ export class PushDispatcher {
    */
   async stop(): Promise<void> {
     this.stopping = true;
-    if (this.engine.executions.pushWithoutJob === this) this.engine.executions.pushWithoutJob = null;
+    this.engine.executions.removeStarterWithoutJob(this);
     clearTimeout(this.timer);
     await this.refreshing;
     const deadline = Date.now() + (this.o.pushTimeoutMs ?? 10_000) + 1000;
@@ -177,7 +178,7 @@ export class PushDispatcher {
    * When that start takes nothing, a start that waits for the worker's row is tried as for a job's
    * first try; when that takes nothing either, the run's job is enqueued as for any run.
    */
-  async createAndPush(projectId: string, request: RunRequest, id: string): Promise<CreatedRootRun> {
+  async createAndStart(projectId: string, request: RunRequest, id: string): Promise<CreatedRootRun> {
     const { created, started } = await this.newRunStarts.run(projectId, {
       projectId,
       request,
