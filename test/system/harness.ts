@@ -5,7 +5,7 @@ import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { serve } from "@hono/node-server";
 import { createDatabase } from "@spool/db";
-import { Engine, generateApiKey, PushDispatcher } from "@spool/engine";
+import { Engine, generateApiKey, InClusterSender, PushDispatcher } from "@spool/engine";
 import { createClient, type SpoolClient } from "@spool/sdk";
 import { createLogger } from "@spool/shared";
 import { Redis } from "ioredis";
@@ -175,6 +175,8 @@ export interface System {
   /** The API's admin key (SPOOL_ADMIN_KEY): belongs to no project, may act on any. */
   adminKey: string;
   engine: Engine;
+  /** The in-process API's sender of new runs to in-cluster worker processes. */
+  inClusterSender: InClusterSender;
   client: SpoolClient;
   db: pg.Pool;
   redisUrl: string;
@@ -248,6 +250,9 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     lockDurationMs: options.pushLockMs ?? 5000,
   });
   pushDispatcher.start();
+  // As the API process does: new runs go to in-cluster worker processes without jobs.
+  const inClusterSender = new InClusterSender(engine, { logger, refreshMs: 200 });
+  inClusterSender.start();
   const db = new pg.Pool({ connectionString: databaseUrl, max: 4 });
   // An idle connection dropped by a Postgres the test restarts must not fail the test file.
   db.on("error", () => {});
@@ -285,6 +290,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     apiKey: key,
     adminKey,
     engine,
+    inClusterSender,
     client,
     db,
     redisUrl,
@@ -343,7 +349,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     },
     async stop() {
       await Promise.all(procs.map((p) => p.kill("SIGKILL")));
-      await pushDispatcher?.stop();
+      await Promise.all([pushDispatcher?.stop(), inClusterSender.stop()]);
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await eventHub.close();
       await engine.close();

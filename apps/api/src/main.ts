@@ -5,6 +5,7 @@ import {
   DEFAULT_MAX_QUEUES_PER_PROJECT,
   Engine,
   exportSpansIfConfigured,
+  InClusterSender,
   PushDispatcher,
 } from "@spool/engine";
 import { setMaxResultBytes } from "@spool/engine/runner";
@@ -82,6 +83,9 @@ const pushDispatcher =
     ? new PushDispatcher(engine, { logger, pushTimeoutMs: config.SPOOL_PUSH_TIMEOUT_MS })
     : null;
 pushDispatcher?.start();
+// New runs of workflows in-cluster worker processes serve go to them without jobs.
+const inClusterSender = new InClusterSender(engine, { logger });
+inClusterSender.start();
 const app = createApp({
   engine,
   eventHub,
@@ -106,7 +110,7 @@ async function shutdown(signal: string) {
   // Stop accepting, let in-flight requests finish, then release connections.
   await new Promise<void>((resolve) => server.close(() => resolve()));
   // Runs out on remote workers stay there; another API process adopts their jobs.
-  await pushDispatcher?.stop();
+  await Promise.all([pushDispatcher?.stop(), inClusterSender.stop()]);
   await Promise.allSettled([
     eventHub.close(),
     engine.close(),

@@ -1,6 +1,7 @@
 import { BULL_PREFIX, bullQueueName, CONSUMER_NAME, type Engine, type JobData } from "@spool/engine";
 import type { Logger, WorkflowDefinition } from "@spool/shared";
 import { Worker } from "bullmq";
+import { DirectRuns } from "./direct-runs.js";
 import { executeJob, type InFlight } from "./execute-job.js";
 
 export interface ConsumerOptions {
@@ -14,19 +15,25 @@ export interface ConsumerOptions {
   concurrency: number;
   /** How long a job lock lives without renewal: a SIGKILLed worker's job is redelivered after it. */
   lockDurationMs: number;
+  /** Whether APIs may start runs on this process without jobs (DirectRuns). */
+  directRuns: boolean;
 }
 
 /** How long handed-back jobs get to be marked completed in BullMQ before the worker force-closes. */
 const HAND_BACK_GRACE_MS = 2000;
 
-/** One BullMQ Worker per queue this process serves. */
+/**
+ * One BullMQ Worker per queue this process serves, and the runs APIs start on this process without
+ * jobs (DirectRuns).
+ */
 export class Consumer {
   private readonly workers: Worker[] = [];
   readonly inFlight = new Map<string, InFlight>();
+  private direct: DirectRuns | null = null;
 
   constructor(private readonly o: ConsumerOptions) {}
 
-  start(): void {
+  async start(): Promise<void> {
     // Redis lists this process as alive until it lets go, also while its Workers drain.
     this.o.engine.dispatcher.announceConsumer();
     for (const queue of this.o.queues) {
@@ -67,7 +74,26 @@ export class Consumer {
       );
       this.workers.push(worker);
     }
-    this.o.logger.info({ queues: this.o.queues, concurrency: this.o.concurrency }, "consuming");
+    if (this.o.directRuns) {
+      this.direct = new DirectRuns({
+        engine: this.o.engine,
+        workflows: this.o.workflows,
+        workerId: this.o.workerId,
+        logger: this.o.logger,
+        inFlight: this.inFlight,
+        lockDurationMs: this.o.lockDurationMs,
+        // The process's concurrency covers both kinds: each queue takes fewer jobs while runs
+        // started without jobs run (APIs send those only while the worker row shows room).
+        onRunningChange: (running) => {
+          for (const worker of this.workers) worker.concurrency = Math.max(1, this.o.concurrency - running);
+        },
+      });
+      await this.direct.start();
+    }
+    this.o.logger.info(
+      { queues: this.o.queues, concurrency: this.o.concurrency, direct_runs: this.o.directRuns },
+      "consuming",
+    );
   }
 
   /**
@@ -76,13 +102,14 @@ export class Consumer {
    * of letting their job locks expire.
    */
   async drain(timeoutMs: number): Promise<{ finished: boolean; handedBack: number }> {
-    const closing = Promise.all(this.workers.map((w) => w.close()));
+    await this.direct?.stop();
+    const closing = Promise.all([...this.workers.map((w) => w.close()), this.direct?.idle()]);
     const within = (ms: number) =>
       Promise.race([
         closing.then(() => true),
         new Promise<false>((resolve) => setTimeout(() => resolve(false), ms).unref()),
       ]);
-    if (await within(timeoutMs)) return { finished: true, handedBack: 0 };
+    if (await within(timeoutMs)) return { finished: true, handedBack: await this.handOverLeftovers() };
     let handedBack = 0;
     for (const run of [...this.inFlight.values()]) {
       // Not released: the run is finishing (or was moved) right now; its job ends on its own.
@@ -92,6 +119,17 @@ export class Consumer {
     }
     // Their jobs now complete on their own; force-close only if BullMQ cannot finish them.
     if (!(await within(HAND_BACK_GRACE_MS))) await Promise.all(this.workers.map((w) => w.close(true)));
-    return { finished: false, handedBack };
+    return { finished: false, handedBack: handedBack + (await this.handOverLeftovers()) };
+  }
+
+  /**
+   * Runs an API started on this process whose message never arrived (sent as it left its channel):
+   * their jobs take them now, instead of the scheduler once this process is gone.
+   */
+  private async handOverLeftovers(): Promise<number> {
+    if (!this.direct) return 0;
+    const handed = await this.direct.handOverUnheld(0);
+    await this.direct.close();
+    return handed;
   }
 }

@@ -1,3 +1,4 @@
+import type { Execution } from "@spool/db";
 import {
   type Claim,
   createPostgresHost,
@@ -22,12 +23,16 @@ export interface InFlight {
 
 /**
  * Adapts one BullMQ job to the engine: a timer job fires its wait, a run job goes through the
- * engine's job runner against Postgres. The returned string is the job's recorded result.
+ * engine's job runner against Postgres. The returned string is the job's recorded result. A run
+ * started on this process without a job goes the same way, as the job of its current dispatch.
  */
 export async function executeJob(args: {
   engine: Engine;
   data: JobData;
-  delivery: Delivery;
+  /** How the queue delivered the job (none for a run started on this process without one). */
+  delivery?: Delivery;
+  /** The run as an API started it on this process without a job (in-cluster/direct-runs.ts). */
+  started?: Execution;
   workflows: Map<string, WorkflowDefinition>;
   workerId: () => string | null;
   logger: Logger;
@@ -45,6 +50,7 @@ export async function executeJob(args: {
     workerId: args.workerId,
     logger: args.logger,
     delivery: args.delivery,
+    started: args.started,
     onStarted: (claim) =>
       args.inFlight.set(data.executionId, { executionId: data.executionId, claim, handBack }),
   });

@@ -45,6 +45,9 @@ const config = loadConfig(
     SPOOL_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(32),
     SPOOL_DRAIN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
     SPOOL_JOB_LOCK_MS: z.coerce.number().int().min(1000).default(30_000),
+    // APIs start new runs on this process and send them over Redis, without BullMQ jobs (fewer round
+    // trips per run); "false" leaves every run to the queues.
+    SPOOL_WORKER_DIRECT_RUNS: z.enum(["true", "false"]).default("true"),
     SPOOL_MAX_STEP_RESULT_BYTES: MaxStepResultBytes,
     SPOOL_METRICS_PORT: MetricsPort,
     SPOOL_METRICS_HOST: MetricsHost,
@@ -108,8 +111,9 @@ const consumer = new Consumer({
   logger,
   concurrency: config.SPOOL_WORKER_CONCURRENCY,
   lockDurationMs: config.SPOOL_JOB_LOCK_MS,
+  directRuns: config.SPOOL_WORKER_DIRECT_RUNS === "true",
 });
-consumer.start();
+await consumer.start();
 
 const stopHeartbeat = startHeartbeat({
   request: client.request,

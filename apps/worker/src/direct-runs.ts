@@ -1,0 +1,149 @@
+import type { Execution } from "@spool/db";
+import {
+  advertiseConsumer,
+  CONSUMER_NAME,
+  decodeStartedRun,
+  directRunsChannel,
+  type Engine,
+  handOverHeldRuns,
+  runDispatch,
+  withdrawConsumer,
+} from "@spool/engine";
+import type { Logger, WorkflowDefinition } from "@spool/shared";
+import { Redis, type RedisOptions } from "ioredis";
+import { executeJob, type InFlight } from "./execute-job.js";
+
+export interface DirectRunsOptions {
+  engine: Engine;
+  workflows: Map<string, WorkflowDefinition>;
+  workerId: () => string | null;
+  logger: Logger;
+  /** Every run this process runs, with or without a job (the drain releases them all alike). */
+  inFlight: Map<string, InFlight>;
+  /** Its lease unrenewed this long, this process is taken for frozen and its runs go to jobs. */
+  lockDurationMs: number;
+  /** Called when the number of runs taken without jobs changes. */
+  onRunningChange?: (running: number) => void;
+}
+
+/** How often this process says it is alive on its worker row. */
+const RENEW_MS = 1000;
+/** How often runs named as this process's but not held here are looked for. */
+const UNHELD_CHECK_MS = 5000;
+/**
+ * How long such a run may go unheld before it is handed to its job. A published run arrives within
+ * milliseconds or never (its message was lost while the subscription reconnected).
+ */
+const UNHELD_GRACE_MS = 10_000;
+
+/**
+ * Runs an API started on this process without a job (in-cluster/direct-runs.ts in the engine): they
+ * arrive on this process's Redis channel and go through the same runner as a job's run. The worker
+ * row names this process and is renewed every second, so APIs only send runs while it is subscribed
+ * and alive.
+ */
+export class DirectRuns {
+  private subscriber: Redis | null = null;
+  private timers: NodeJS.Timeout[] = [];
+  private readonly running = new Set<Promise<unknown>>();
+  private accepting = false;
+
+  constructor(private readonly o: DirectRunsOptions) {}
+
+  /** Subscribes, then says so on the worker row (a run sent before the subscription would be lost). */
+  async start(): Promise<void> {
+    const subscriber = new Redis(this.o.engine.dispatcher.workerConnection() as RedisOptions);
+    subscriber.on("error", (err) => this.o.logger.warn({ err: err.message }, "run channel connection error"));
+    subscriber.on("message", (_channel: string, message: string) => this.take(message));
+    this.subscriber = subscriber;
+    await subscriber.subscribe(directRunsChannel(CONSUMER_NAME));
+    this.accepting = true;
+    await this.renew();
+    this.timers = [
+      setInterval(() => void this.renew(), RENEW_MS),
+      setInterval(() => void this.handOverUnheld(UNHELD_GRACE_MS), UNHELD_CHECK_MS),
+    ];
+  }
+
+  /** Takes no more runs: the worker row stops naming this process, and the channel is left. */
+  async stop(): Promise<void> {
+    this.accepting = false;
+    for (const timer of this.timers) clearInterval(timer);
+    this.timers = [];
+    await withdrawConsumer(this.o.engine.pool).catch((err: unknown) =>
+      this.o.logger.warn({ err: String(err) }, "withdrawing from the worker row failed"),
+    );
+    // Runs an API started just before the withdrawal still arrive until the channel is left.
+    await this.subscriber?.unsubscribe().catch(() => {});
+  }
+
+  /** Resolves once every run taken here has ended. */
+  async idle(): Promise<void> {
+    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+  }
+
+  /**
+   * Hands to their jobs the runs named as this process's that it does not hold (`graceMs` after
+   * their last update; 0 when stopping: none can arrive any more).
+   */
+  async handOverUnheld(graceMs: number): Promise<number> {
+    try {
+      return await handOverHeldRuns(this.o.engine.pool, this.o.engine.dispatcher, CONSUMER_NAME, {
+        notUpdatedSince: new Date(Date.now() - graceMs),
+        except: this.o.inFlight,
+      });
+    } catch (err) {
+      this.o.logger.warn({ err: String(err) }, "handing over unheld runs failed");
+      return 0;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.subscriber?.disconnect();
+    this.subscriber = null;
+  }
+
+  private async renew(): Promise<void> {
+    const workerId = this.o.workerId();
+    if (!this.accepting || !workerId) return;
+    try {
+      await advertiseConsumer(this.o.engine, workerId, this.o.lockDurationMs);
+    } catch (err) {
+      this.o.logger.debug({ err: String(err) }, "renewing the worker row failed");
+    }
+  }
+
+  private take(message: string): void {
+    let run: Execution;
+    try {
+      run = decodeStartedRun(message);
+    } catch (err) {
+      this.o.logger.warn({ err: String(err) }, "unreadable run on the run channel");
+      return;
+    }
+    const job = runDispatch(run);
+    const running = executeJob({
+      engine: this.o.engine,
+      data: job.data,
+      started: run,
+      workflows: this.o.workflows,
+      workerId: this.o.workerId,
+      logger: this.o.logger,
+      inFlight: this.o.inFlight,
+    }).catch(async (err: unknown) => {
+      // What a job's retry would do: the job of the run's dispatch starts it again under a new
+      // lease (or finds it moved on), here or on another worker.
+      this.o.logger.warn(
+        { err: String(err), execution_id: run.id },
+        "run failed to run here; its job takes over",
+      );
+      await this.o.engine.dispatcher.dispatch([job]);
+    });
+    this.running.add(running);
+    this.o.onRunningChange?.(this.running.size);
+    void running.finally(() => {
+      this.running.delete(running);
+      this.o.onRunningChange?.(this.running.size);
+    });
+  }
+}

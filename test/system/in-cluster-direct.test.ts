@@ -1,0 +1,151 @@
+// New runs started on in-cluster worker processes without BullMQ jobs (in-cluster/direct-runs.ts):
+// what a job's lock gave still holds when the process dies, freezes, or opts out.
+import { decodeStartedRun, runDispatch } from "@spool/engine";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { countOf } from "../fixtures/side-effects.js";
+import { eventually, type Proc, type System, startSystem } from "./harness.js";
+
+describe("runs started on in-cluster workers without jobs (real worker and scheduler processes)", () => {
+  let sys: System;
+
+  beforeAll(async () => {
+    sys = await startSystem();
+    await sys.startScheduler();
+  });
+  afterAll(async () => {
+    await sys?.stop();
+  });
+
+  /** Until the API sends new runs of `workflowId` to its in-cluster workers (it looks every 200 ms). */
+  const sentDirectly = (workflowId: string) =>
+    eventually(
+      async () => (sys.inClusterSender.serves(sys.projectId, workflowId) ? true : undefined),
+      10_000,
+      `the API sending ${workflowId} runs to in-cluster workers`,
+    );
+  const row = async (id: string) =>
+    (await sys.db.query("SELECT status, worker_id, push_holder, lease FROM executions WHERE id = $1", [id]))
+      .rows[0];
+  const jobState = async (id: string) => {
+    const e = await sys.engine.prisma.execution.findUniqueOrThrow({ where: { id } });
+    const job = runDispatch({ ...e, dispatchSeq: 0 });
+    return sys.engine.dispatcher.jobState(sys.projectId, job.queueName, job.jobId);
+  };
+  /** Until the API no longer counts a SIGKILLed worker's process seen (3 s after its last renewal). */
+  const gone = (worker: Proc & { workerId: string }) =>
+    eventually(async () => {
+      const { rows } = await sys.db.query(
+        "SELECT 1 FROM workers WHERE id = $1 AND consumer_seen_at > now() - interval '3 seconds'",
+        [worker.workerId],
+      );
+      return rows.length === 0 ? true : undefined;
+    });
+  const consumerOf = async (worker: Proc & { workerId: string }) =>
+    (await sys.db.query("SELECT consumer_name FROM workers WHERE id = $1", [worker.workerId])).rows[0]
+      .consumer_name;
+  const workerOf = async (workers: (Proc & { workerId: string })[], id: string) => {
+    const { worker_id } = await row(id);
+    return workers.find((w) => w.workerId === worker_id);
+  };
+
+  it("a new run goes to the worker process with no job, named as held by it, and completes", async () => {
+    const worker = await sys.startWorker();
+    try {
+      await sentDirectly("three-steps");
+      const { execution_id } = await sys.client.run("three-steps", { n: 4 });
+      const done = await sys.client.executions.waitForResult(execution_id);
+      expect(done).toMatchObject({ status: "completed", result: { a: 5, b: 10, c: "n=4 -> 10" } });
+      // Never a BullMQ job: the run was started by the insert's commit and published to the process.
+      expect(await jobState(execution_id)).toBe("unknown");
+      expect((await row(execution_id)).push_holder).toBe(await consumerOf(worker));
+      // What the API published reads back as the stored row.
+      const stored = await sys.engine.prisma.execution.findUniqueOrThrow({ where: { id: execution_id } });
+      expect(decodeStartedRun(JSON.stringify(stored))).toEqual(stored);
+    } finally {
+      // Gracefully: its row stops naming it at once.
+      await worker.kill("SIGTERM");
+    }
+  });
+
+  it("SIGKILL of the worker mid-step: its run goes to a job, another worker finishes it, step 1 once", async () => {
+    const workers = [await sys.startWorker(), await sys.startWorker()];
+    let victim: (Proc & { workerId: string }) | undefined;
+    try {
+      await sentDirectly("crashable");
+      const { execution_id } = await sys.client.run("crashable", {});
+      await eventually(async () => ((await countOf(execution_id, "step-2-start")) === 1 ? true : undefined));
+      expect(await jobState(execution_id)).toBe("unknown");
+      victim = await workerOf(workers, execution_id);
+      expect(victim).toBeDefined();
+      await victim!.kill("SIGKILL");
+      // Runs sent meanwhile to the dead process (the API still counts it seen) reach nobody: they
+      // go back to their jobs at once.
+      const more = await Promise.all([1, 2, 3].map((n) => sys.client.run("three-steps", { n })));
+
+      const done = await sys.client.executions.waitForResult(execution_id, { timeoutMs: 45_000 });
+      expect(done.status).toBe("completed");
+      expect(await countOf(execution_id, "step-1")).toBe(1);
+      expect(await countOf(execution_id, "step-2-start")).toBe(2);
+      expect(await countOf(execution_id, "step-3")).toBe(1);
+      for (const { execution_id: id } of more) {
+        expect((await sys.client.executions.waitForResult(id, { timeoutMs: 30_000 })).status).toBe(
+          "completed",
+        );
+      }
+    } finally {
+      await Promise.all(workers.map((w) => w.kill("SIGTERM")));
+      // The next test's runs must not be sent to the dead one.
+      if (victim) await gone(victim);
+    }
+  });
+
+  it("a frozen worker's run goes to a job once its lease lapses, and new runs pass it by", async () => {
+    const workers = [await sys.startWorker(), await sys.startWorker()];
+    let frozen: (Proc & { workerId: string }) | undefined;
+    try {
+      await sentDirectly("crashable");
+      const { execution_id } = await sys.client.run("crashable", {});
+      await eventually(async () => ((await countOf(execution_id, "step-2-start")) === 1 ? true : undefined));
+      expect((await row(execution_id)).push_holder).not.toBeNull();
+      frozen = await workerOf(workers, execution_id);
+      expect(frozen).toBeDefined();
+      const other = workers.find((w) => w !== frozen)!;
+      frozen!.child.kill("SIGSTOP"); // listed by Redis (its connections stay open), but it does nothing
+      // Its lease (SPOOL_JOB_LOCK_MS, 2 s here) lapses: the scheduler hands the run to its job, and
+      // the other worker replays it under a new lease.
+      const done = await sys.client.executions.waitForResult(execution_id, { timeoutMs: 45_000 });
+      expect(done.status).toBe("completed");
+      expect(await countOf(execution_id, "step-1")).toBe(1);
+      expect(await countOf(execution_id, "step-3")).toBe(1);
+      const finisher = await sys.db.query(
+        "SELECT DISTINCT pid FROM test_side_effects WHERE execution_id = $1 AND label = 'step-3'",
+        [execution_id],
+      );
+      expect(finisher.rows.map((r) => r.pid)).toEqual([other.child.pid]);
+      // Not seen for 3 s, the frozen process is not sent new runs: the other one is.
+      const { execution_id: next } = await sys.client.run("three-steps", { n: 1 });
+      expect((await sys.client.executions.waitForResult(next, { timeoutMs: 30_000 })).status).toBe(
+        "completed",
+      );
+      expect((await row(next)).push_holder).toBe(await consumerOf(other));
+    } finally {
+      frozen?.child.kill("SIGCONT");
+      await Promise.all(workers.map((w) => w.kill("SIGKILL")));
+      for (const w of workers) await gone(w);
+    }
+  });
+
+  it("a worker started with SPOOL_WORKER_DIRECT_RUNS=false takes its runs through the queue", async () => {
+    const worker = await sys.startWorker({ SPOOL_WORKER_DIRECT_RUNS: "false" });
+    try {
+      expect(await consumerOf(worker)).toBeNull();
+      const { execution_id } = await sys.client.run("three-steps", { n: 2 });
+      expect((await sys.client.executions.waitForResult(execution_id)).status).toBe("completed");
+      // Its job (active until BullMQ hears the worker is done with it, then completed).
+      expect(await jobState(execution_id)).not.toBe("unknown");
+      expect((await row(execution_id)).push_holder).toBeNull();
+    } finally {
+      await worker.kill("SIGTERM");
+    }
+  });
+});
