@@ -12,6 +12,7 @@ import {
   unstartExecution,
 } from "../execution/start-on-push-worker.js";
 import { InRounds } from "../util/in-rounds.js";
+import { repeatEvery } from "../util/repeat.js";
 
 // In-cluster runs without jobs. A new plain root run of a workflow an in-cluster worker process
 // serves is inserted and started on that process by one group commit (its row names the process as
@@ -57,9 +58,8 @@ const MAX_STARTS_PER_ROUND = 16;
 export class InClusterSender implements RunsStartedWithoutJob {
   /** `<project> <workflow>` served by processes that take runs without jobs, as of the last refresh. */
   private served = new Set<string>();
-  private timer: NodeJS.Timeout | undefined;
   private stopping = false;
-  private refreshing: Promise<void> = Promise.resolve();
+  private refreshing: { stop(): Promise<void> } | undefined;
   private readonly starts = new InRounds(
     (runs: { projectId: string; request: RunRequest; id: string }[]) =>
       createRootRunsOnInClusterWorkers(this.engine.pool, runs),
@@ -73,21 +73,17 @@ export class InClusterSender implements RunsStartedWithoutJob {
 
   start(): void {
     this.engine.executions.addStarterWithoutJob(this);
-    const loop = () => {
-      this.refreshing = this.refresh()
-        .catch((err) => this.o.logger.warn({ err: String(err) }, "in-cluster worker lookup failed"))
-        .finally(() => {
-          if (!this.stopping) this.timer = setTimeout(loop, this.o.refreshMs ?? 1000);
-        });
-    };
-    loop();
+    this.refreshing = repeatEvery(
+      () => this.refresh(),
+      this.o.refreshMs ?? 1000,
+      (err) => this.o.logger.warn({ err: String(err) }, "in-cluster worker lookup failed"),
+    );
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
     this.engine.executions.removeStarterWithoutJob(this);
-    clearTimeout(this.timer);
-    await this.refreshing;
+    await this.refreshing?.stop();
   }
 
   serves(projectId: string, workflowId: string): boolean {

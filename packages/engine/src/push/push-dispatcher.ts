@@ -21,6 +21,7 @@ import {
 import { maxResultBytes } from "../runtime/result-size.js";
 import { showRunningAfterDelay } from "../traces/running-span.js";
 import { InRounds } from "../util/in-rounds.js";
+import { repeatEvery } from "../util/repeat.js";
 import { recordPushOutcome, servedByAnyPushWorker, servedElsewhere } from "../workers/workers.js";
 import { handOverHeldRuns } from "./held-runs.js";
 import { type PushOutcome, sendCancel, sendPush } from "./push-client.js";
@@ -85,11 +86,10 @@ const AWAY_DELAY_MS = 5000;
  */
 export class PushDispatcher {
   private readonly consumers = new Map<string, Worker<JobData, string>>();
-  private timer: NodeJS.Timeout | undefined;
   private stopping = false;
   /** Runs started on a push worker whose push has not been answered yet. */
   private pushing = 0;
-  private refreshing: Promise<void> = Promise.resolve();
+  private refreshing: { stop(): Promise<void> } | undefined;
   /**
    * A project's one-statement starts, in rounds: those that come in one turn, or while a round is
    * under way, go together, as one group commit whose statements see each other's starts (one round
@@ -138,14 +138,11 @@ export class PushDispatcher {
     this.engine.dispatcher.announceConsumer();
     // Tried before any other way of starting runs without jobs (in-cluster/direct-runs.ts).
     this.engine.executions.addStarterWithoutJob(this, { first: true });
-    const loop = () => {
-      this.refreshing = this.refresh()
-        .catch((err) => this.o.logger.warn({ err: String(err) }, "push queue lookup failed"))
-        .finally(() => {
-          if (!this.stopping) this.timer = setTimeout(loop, this.o.refreshMs ?? 1000);
-        });
-    };
-    loop();
+    this.refreshing = repeatEvery(
+      () => this.refresh(),
+      this.o.refreshMs ?? 1000,
+      (err) => this.o.logger.warn({ err: String(err) }, "push queue lookup failed"),
+    );
   }
 
   /**
@@ -157,8 +154,7 @@ export class PushDispatcher {
   async stop(): Promise<void> {
     this.stopping = true;
     this.engine.executions.removeStarterWithoutJob(this);
-    clearTimeout(this.timer);
-    await this.refreshing;
+    await this.refreshing?.stop();
     const deadline = Date.now() + (this.o.pushTimeoutMs ?? 10_000) + 1000;
     while (this.pushing > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     await Promise.allSettled([...this.consumers.values()].map((w) => w.close(true)));
