@@ -82,11 +82,6 @@ export class Consumer {
         logger: this.o.logger,
         inFlight: this.inFlight,
         lockDurationMs: this.o.lockDurationMs,
-        // The process's concurrency covers both kinds: each queue takes fewer jobs while runs
-        // started without jobs run (APIs send those only while the worker row shows room).
-        onRunningChange: (running) => {
-          for (const worker of this.workers) worker.concurrency = Math.max(1, this.o.concurrency - running);
-        },
       });
       await this.direct.start();
     }

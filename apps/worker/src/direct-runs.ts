@@ -22,8 +22,6 @@ export interface DirectRunsOptions {
   inFlight: Map<string, InFlight>;
   /** Its lease unrenewed this long, this process is taken for frozen and its runs go to jobs. */
   lockDurationMs: number;
-  /** Called when the number of runs taken without jobs changes. */
-  onRunningChange?: (running: number) => void;
 }
 
 /** How often this process says it is alive on its worker row. */
@@ -40,7 +38,9 @@ const UNHELD_GRACE_MS = 10_000;
  * Runs an API started on this process without a job (in-cluster/direct-runs.ts in the engine): they
  * arrive on this process's Redis channel and go through the same runner as a job's run. The worker
  * row names this process and is renewed every second, so APIs only send runs while it is subscribed
- * and alive.
+ * and alive, and only while it runs fewer than its concurrency in all (jobs included, counted in
+ * Postgres). Its queues keep their own concurrency: were they to give way to these runs, new runs
+ * would overtake a backlog of jobs, which would wait for as long as new runs kept coming.
  */
 export class DirectRuns {
   private subscriber: Redis | null = null;
@@ -140,10 +140,6 @@ export class DirectRuns {
       await this.o.engine.dispatcher.dispatch([job]);
     });
     this.running.add(running);
-    this.o.onRunningChange?.(this.running.size);
-    void running.finally(() => {
-      this.running.delete(running);
-      this.o.onRunningChange?.(this.running.size);
-    });
+    void running.finally(() => this.running.delete(running));
   }
 }
