@@ -227,6 +227,8 @@ export class RawProtocolWorker {
   private async handle(push: Push, script: Script) {
     const id = push.body.execution_id;
     const res = await this.call("GET", `/internal/executions/${id}/steps`);
+    // The run is no longer this worker's (cancelled or moved on since the push): the SDK drops it.
+    if (!res.ok) return;
     const { steps } = (await res.json()) as { steps: StoredStep[] };
     const ctx: PushContext = {
       push: push.body,
