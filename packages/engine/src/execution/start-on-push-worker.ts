@@ -59,13 +59,6 @@ const inClusterWorkerFor = (projectId: string, workflowId: string) => `
      AND w.consumer_name IS NOT NULL
      AND w.consumer_seen_at > now() - interval '${CONSUMER_FRESH_MS} milliseconds'${LEAST_LOADED_FIRST}`;
 
-/**
- * Where a run started without a job goes: a push worker (the API process that started it pushes
- * it over HTTP and holds it, `push_holder` naming that process), or an in-cluster worker process
- * (the run is published to it, `push_holder` naming that process).
- */
-export type StartedOn = "push" | "in-cluster";
-
 // The start of run e on a push worker (alias e), held by its job or by `pushHolder` (see
 // takenColumns); roomOnPushWorker: if the worker has room (its running runs counted, plus `missed`:
 // starts the count may not see) and e's lane has no limit.
@@ -130,18 +123,14 @@ const WORKER_PREFIX = "worker.";
 // run). Locks: the worker's row, the
 // execution row. Result: the started row, its journal and the worker (WORKER_PREFIX), or none (the
 // run is not queued under this dispatch or is locked, no unlocked worker with room, a limited lane).
-const startQueued = (waiting: boolean, on: StartedOn = "push") => `
+const startQueued = (waiting: boolean) => `
   WITH chosen AS (
     SELECT ${workerFields("w", WORKER_PREFIX)} FROM workers w, executions r
      WHERE r.id = $1::uuid AND r.dispatch_seq = $2 AND r.status = 'queued'
-       AND ${(on === "push" ? pushWorkerFor : inClusterWorkerFor)("r.project_id", "r.workflow_id")}
+       AND ${pushWorkerFor("r.project_id", "r.workflow_id")}
      FOR UPDATE OF w, r${waiting ? "" : " SKIP LOCKED"}),
   taken AS (
-    UPDATE executions e ${takeOnPushWorker(
-      `chosen."${WORKER_PREFIX}id"`,
-      "$3",
-      on === "push" ? "$4::text" : `chosen."${WORKER_PREFIX}consumerName"`,
-    )}
+    UPDATE executions e ${takeOnPushWorker(`chosen."${WORKER_PREFIX}id"`, "$3", "$4::text")}
       FROM chosen
      WHERE e.id = $1::uuid AND e.dispatch_seq = $2 AND e.status = 'queued'
        AND ${roomOnPushWorker(
@@ -154,8 +143,27 @@ const startQueued = (waiting: boolean, on: StartedOn = "push") => `
   SELECT taken.*, chosen.*, ${journalColumns("$1::uuid")} FROM taken, chosen`;
 const START_QUEUED_ON_PUSH_WORKER = startQueued(false);
 const START_QUEUED_ON_PUSH_WORKER_WAITING = startQueued(true);
-// The same start on an in-cluster worker process, which the started row names as its holder.
-const START_QUEUED_IN_CLUSTER = startQueued(false, "in-cluster");
+
+// Purpose: a new run (queued under dispatch 0, inserted by the same group commit) → running on the
+// least loaded in-cluster worker process with room, which the started row names as its holder.
+// Unlike a push worker's, the worker's row is not locked: an in-cluster worker's concurrency is a
+// soft bound (its queues keep their own), so two API replicas starting runs on it at once may each
+// miss the other's starts (a round each at most), and in exchange never wait for each other, nor
+// for the worker's renewal of its row. Starts earlier in the same group commit are counted. Params:
+// execution, dispatch seq, now. Locks: the execution row. Result: the started row, its (empty)
+// journal and the worker (WORKER_PREFIX), or none (no process with room, a limited lane).
+const START_QUEUED_IN_CLUSTER = `
+  WITH chosen AS (
+    SELECT ${workerFields("w", WORKER_PREFIX)} FROM workers w, executions r
+     WHERE r.id = $1::uuid AND r.dispatch_seq = $2 AND r.status = 'queued'
+       AND ${inClusterWorkerFor("r.project_id", "r.workflow_id")}),
+  taken AS (
+    UPDATE executions e ${takeOnPushWorker(`chosen."${WORKER_PREFIX}id"`, "$3", `chosen."${WORKER_PREFIX}consumerName"`)}
+      FROM chosen
+     WHERE e.id = $1::uuid AND e.dispatch_seq = $2 AND e.status = 'queued'
+       AND ${roomOnPushWorker(`chosen."${WORKER_PREFIX}id"`, `chosen."${WORKER_PREFIX}maxConcurrentExecutions"`)}
+    RETURNING ${executionFields("e")})
+  SELECT taken.*, chosen.*, ${journalColumns("$1::uuid")} FROM taken, chosen`;
 
 export type StartedOnPushWorker = { execution: Execution; worker: Worker; journal: JournalRows };
 type StartedRow = Execution & { journalSteps: JournalRows["steps"]; journalWaits: RawWait[] };
