@@ -6,6 +6,7 @@ import {
   directRunsChannel,
   type Engine,
   handOverHeldRuns,
+  repeatEvery,
   runDispatch,
   withdrawConsumer,
 } from "@spool/engine";
@@ -44,7 +45,7 @@ const UNHELD_GRACE_MS = 10_000;
  */
 export class DirectRuns {
   private subscriber: Redis | null = null;
-  private timers: NodeJS.Timeout[] = [];
+  private loops: { stop(): Promise<void> }[] = [];
   private readonly running = new Set<Promise<unknown>>();
   private accepting = false;
 
@@ -58,18 +59,25 @@ export class DirectRuns {
     this.subscriber = subscriber;
     await subscriber.subscribe(directRunsChannel(CONSUMER_NAME));
     this.accepting = true;
-    await this.renew();
-    this.timers = [
-      setInterval(() => void this.renew(), RENEW_MS),
-      setInterval(() => void this.handOverUnheld(UNHELD_GRACE_MS), UNHELD_CHECK_MS),
+    // Never two at once, and stop() waits for the one under way: a renewal must not name this
+    // process on its row again after the withdrawal.
+    const warn = (err: unknown) =>
+      this.o.logger.debug({ err: String(err) }, "renewing the worker row failed");
+    this.loops = [
+      repeatEvery(() => this.renew(), RENEW_MS, warn),
+      repeatEvery(
+        async () => void (await this.handOverUnheld(UNHELD_GRACE_MS)),
+        UNHELD_CHECK_MS,
+        () => {},
+      ),
     ];
   }
 
   /** Takes no more runs: the worker row stops naming this process, and the channel is left. */
   async stop(): Promise<void> {
     this.accepting = false;
-    for (const timer of this.timers) clearInterval(timer);
-    this.timers = [];
+    await Promise.all(this.loops.map((loop) => loop.stop()));
+    this.loops = [];
     await withdrawConsumer(this.o.engine.pool).catch((err: unknown) =>
       this.o.logger.warn({ err: String(err) }, "withdrawing from the worker row failed"),
     );
@@ -105,12 +113,7 @@ export class DirectRuns {
 
   private async renew(): Promise<void> {
     const workerId = this.o.workerId();
-    if (!this.accepting || !workerId) return;
-    try {
-      await advertiseConsumer(this.o.engine, workerId, this.o.lockDurationMs);
-    } catch (err) {
-      this.o.logger.debug({ err: String(err) }, "renewing the worker row failed");
-    }
+    if (this.accepting && workerId) await advertiseConsumer(this.o.engine, workerId, this.o.lockDurationMs);
   }
 
   private take(message: string): void {

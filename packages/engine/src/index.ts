@@ -56,5 +56,6 @@ export { spanIdOf } from "./traces/span-ids.js";
 export { createSpanWriter } from "./traces/span-writer.js";
 export type { SpanRow, SpanSink, TraceFilter } from "./traces/traces.js";
 export { type RegisterTriggerInput, TRIGGERS_CHANNEL } from "./triggers/triggers.js";
+export { repeatEvery } from "./util/repeat.js";
 export { isDependencyUnavailable } from "./util/unavailable.js";
 export type { RegisterWorkerInput, WorkerCapabilities, WorkerMode, WorkerStatus } from "./workers/workers.js";
