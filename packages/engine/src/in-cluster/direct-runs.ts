@@ -97,8 +97,13 @@ export class InClusterSender implements RunsStartedWithoutJob {
    */
   async createAndStart(projectId: string, request: RunRequest, id: string): Promise<CreatedRootRun> {
     const { created, started } = await this.starts.run(projectId, { projectId, request, id });
-    if (started) void this.send(started.execution, started.worker);
-    else await this.engine.dispatcher.dispatch([created.dispatch]);
+    if (!started) {
+      await this.engine.dispatcher.dispatch([created.dispatch]);
+      return created;
+    }
+    // Counted here, where the run was started: the process it is sent to may never get it.
+    this.engine.metrics.runStarted(started.execution);
+    void this.send(started.execution, started.worker);
     return created;
   }
 

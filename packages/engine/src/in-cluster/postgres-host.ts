@@ -144,7 +144,7 @@ export function createPostgresHost(
         };
       }
       if (options.started) {
-        engine.metrics.runStarted(options.started);
+        // Started (and counted) by the API that sent it here.
         loaded = { steps: [], waits: [] };
         fresh = true;
         return begin(options.started);

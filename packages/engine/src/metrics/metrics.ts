@@ -3,12 +3,16 @@ import { Counter, Histogram, type Registry } from "prom-client";
 
 /**
  * What the engine tells about runs and steps as they happen, after the commit that made it so.
- * Each process counts what it did itself (the API the runs it created, the worker the runs it
- * finished): Prometheus adds up the processes it scrapes.
+ * Each process counts what it did itself (the API the runs it created or started on a worker, the
+ * worker the runs it took from their jobs and finished): Prometheus adds up the processes it scrapes.
  */
 export interface EngineMetrics {
   runsCreated(runs: readonly Execution[]): void;
-  /** Every start; the first one (lease 1) also measures the queue wait. */
+  /**
+   * Every start, told by the process whose statement made it; the first one (lease 1) also measures
+   * the queue wait. So each run's wait is counted once, even when its first start never ran (a push
+   * or publish that reached nobody, given back to its job: that job's start has lease 2).
+   */
   runStarted(run: Execution): void;
   runFinished(run: Execution): void;
   runRetried(run: Execution): void;
