@@ -86,6 +86,39 @@ describe("a remote worker with nothing but the API (createWorker, push protocol)
     ]);
   });
 
+  it("a busy worker sends its runs' reports together, and every run completes with each step once", async () => {
+    const batched = async () => {
+      const res = await fetch(`${sys.apiUrl}/metrics`, {
+        headers: { authorization: `Bearer ${sys.adminKey}` },
+      });
+      const line = (await res.text())
+        .split("\n")
+        .find((l) =>
+          l.startsWith(
+            'spool_http_request_duration_seconds_count{method="POST",route="/internal/reports",status="200"}',
+          ),
+        );
+      return line ? Number(line.split(" ").at(-1)) : 0;
+    };
+    const before = await batched();
+    // Twenty at once on a worker that runs ten at a time: their reports overlap.
+    const ids = await Promise.all(
+      Array.from({ length: 20 }, async (_, n) => (await sys.client.run("r-three-steps", { n })).execution_id),
+    );
+    const done = await Promise.all(ids.map(finished));
+    for (const [n, d] of done.entries()) {
+      expect(d).toMatchObject({ status: "completed", result: { a: n + 1, b: 2 * (n + 1) } });
+    }
+    for (const [n, id] of ids.entries()) {
+      expect(await stepsOf(id)).toEqual([
+        ["add-one", "completed", n + 1],
+        ["double", "completed", 2 * (n + 1)],
+        ["describe", "completed", `n=${n} -> ${2 * (n + 1)}`],
+      ]);
+    }
+    expect(await batched()).toBeGreaterThan(before);
+  });
+
   it("sleeps 2 s on a durable timer, then goes on", async () => {
     const { execution_id } = await sys.client.run("r-sleeper", { ms: 2000 });
     await eventually(async () =>

@@ -421,6 +421,56 @@ describe("the worker protocol, spoken by a raw HTTP worker", () => {
     ]);
   });
 
+  it("Spool's batch of reports: each is answered as its own route would answer it, a refused one changes nothing", async () => {
+    const held = async () => {
+      const { execution_id } = await sys.client.request<{ execution_id: string }>(
+        "POST",
+        "/workflows/proto-hold/run",
+        { payload: {} },
+      );
+      const push = await worker.nextPush((p) => p.body.execution_id === execution_id);
+      return { id: execution_id, claim: String((push.body as { spool_claim?: string }).spool_claim) };
+    };
+    const [a, b, c] = [await held(), await held(), await held()];
+    const failed = { step_key: "s", outputs: null, success: false, error: { message: "no" } };
+    const res = await worker.call("POST", "/internal/reports", {
+      reports: [
+        { execution_id: a.id, claim: a.claim, step: { step_key: "s", outputs: 1 } },
+        // Another start's claim: fenced off (a failed result is not kept for the next worker).
+        { execution_id: b.id, claim: "999.999", step: failed },
+        { execution_id: randomUUID(), claim: a.claim, step: failed },
+        { execution_id: c.id, claim: c.claim, complete: { result: "c done", worker_id: worker.workerId } },
+      ],
+    });
+    expect(res.status).toBe(200);
+    const { results } = (await res.json()) as { results: { status: number; [k: string]: unknown }[] };
+    expect(results.map((r) => r.status)).toEqual([200, 409, 404, 200]);
+    expect(results[0]?.body).toMatchObject({ step: { step_key: "s", outputs: 1, success: true } });
+    expect(results[1]).toMatchObject({ error_type: "CONFLICT", error: expect.any(String) });
+    expect(results[2]).toMatchObject({ error_type: "NOT_FOUND" });
+    expect(results[3]).toEqual({ status: 200, body: { accepted: true } });
+
+    expect((await sys.client.executions.steps(a.id)).map((s) => [s.step_key, s.output])).toEqual([["s", 1]]);
+    expect(await sys.client.executions.steps(b.id)).toEqual([]);
+    expect(await status(sys, b.id)).toBe("running");
+    expect(await sys.client.executions.waitForResult(c.id, { timeoutMs: 10_000 })).toMatchObject({
+      status: "completed",
+      result: "c done",
+    });
+
+    // An invalid report refuses the whole batch (400) and stores none of it.
+    const invalid = await worker.call("POST", "/internal/reports", {
+      reports: [
+        { execution_id: b.id, claim: b.claim, step: { step_key: "ok", outputs: 2 } },
+        { execution_id: b.id, claim: b.claim, step: { step_key: "both" }, complete: { result: 1 } },
+      ],
+    });
+    expect(invalid.status).toBe(400);
+    expect(await invalid.json()).toMatchObject({ error_type: "INVALID_INPUT" });
+    expect(await sys.client.executions.steps(b.id)).toEqual([]);
+    for (const r of [a, b]) await sys.client.executions.cancel(r.id);
+  });
+
   it("a worker at capacity (429) gets the run again later, no attempt used", async () => {
     worker.busyFor = 2;
     const { execution_id } = await sys.client.request<{ execution_id: string }>(

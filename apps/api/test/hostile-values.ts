@@ -225,6 +225,21 @@ export const BODY_CASES: BodyCase[] = [
     hostile: { ...textFields("worker_id"), result: [{ value: NUL }], final_state: [{ value: { [NUL]: 1 } }] },
   },
   {
+    route: "POST /internal/reports",
+    base: {
+      reports: [
+        { execution_id: "00000000-0000-4000-8000-000000000000", claim: "1.1", step: { step_key: "s" } },
+        { execution_id: "00000000-0000-4000-8000-000000000000", claim: "1.1", complete: {} },
+      ],
+    },
+    hostile: {
+      ...textFields("reports.0.execution_id", "reports.0.claim", "reports.0.step.step_key"),
+      ...jsonFields("reports.0.step.outputs", "reports.1.complete.result"),
+      ...intFields("reports.0.step.seq"),
+      "reports.0.step.started_at": [{ value: YEAR_0 }],
+    },
+  },
+  {
     route: "POST /internal/executions/{execution_id}/fail",
     base: { error: "boom" },
     hostile: { ...textFields("error", "stack", "worker_id"), ...intFields("max_retries") },

@@ -15,9 +15,12 @@ import {
   parseSpoolClaim,
   RemoteStep,
   RemoteStepsResponse,
+  ReportsBody,
+  ReportsResponse,
   SaveStepBody,
   SaveStepResponse,
   type SerializedError,
+  SpoolError,
   type StepSpanInput,
   StepSpansBody,
   WaitBody,
@@ -26,7 +29,7 @@ import {
 } from "@spool/shared";
 import type { Context } from "hono";
 import type { ApiEnv, App } from "../context.js";
-import { errorResponses } from "../errors.js";
+import { errorResponses, logFailure, unavailable } from "../errors.js";
 import { AUTHENTICATED, json, jsonBody, ProjectHeaders } from "../openapi.js";
 import { presentRemoteStep } from "../presenters.js";
 
@@ -125,6 +128,23 @@ const notLoaded = createRoute({
   request: { headers: Headers, params: InternalExecutionParams },
   responses: { 200: json(NotLoadedResponse, "What became of the run"), ...ERRORS },
 });
+const reports = createRoute({
+  ...base,
+  method: "post",
+  path: "/internal/reports",
+  summary: "Spool: step writes and completions of several runs in one request",
+  description:
+    "Each report is what `POST …/steps` (`step`) or `POST …/complete` (`complete`) would take for its " +
+    "run, under the claim it names (the push's `spool_claim`; X-Worker-ID names the worker for all). " +
+    "They are handled independently: `results` holds, in order, the status and body (or error body) " +
+    "each one's own route would have answered. Spool's SDK sends a remote worker's reports this way " +
+    "while an earlier one is on its way, so a busy worker costs Spool fewer requests.",
+  request: {
+    headers: ProjectHeaders.extend(WorkerCallHeaders.pick({ "X-Worker-ID": true }).shape),
+    body: jsonBody(ReportsBody),
+  },
+  responses: { 200: json(ReportsResponse, "Each report's outcome, in order"), ...ERRORS },
+});
 const stepSpans = createRoute({
   ...base,
   method: "post",
@@ -134,11 +154,14 @@ const stepSpans = createRoute({
   responses: { 200: json(AcceptedResponse, "Recorded"), ...ERRORS },
 });
 
-/** The caller: X-Spool-Claim (Spool's SDK) or the worker it names (header or body). */
-function callerOf(c: Context<ApiEnv>, bodyWorkerId?: string | null): RemoteCaller {
+/**
+ * The caller: X-Spool-Claim (Spool's SDK; a batched report names its own) or the worker it names
+ * (header or body).
+ */
+function callerOf(c: Context<ApiEnv>, bodyWorkerId?: string | null, claim?: string | null): RemoteCaller {
   return {
     workerId: c.req.header("x-worker-id") ?? bodyWorkerId ?? null,
-    claim: parseSpoolClaim(c.req.header("x-spool-claim")),
+    claim: parseSpoolClaim(claim === undefined ? c.req.header("x-spool-claim") : claim),
   };
 }
 
@@ -201,6 +224,58 @@ const toStepRecord = (s: z.infer<typeof StepSpanInput>): StepRecord => ({
   attributes: s.attributes ?? undefined,
 });
 
+/** `POST …/steps`: stores the step, answers the stored one. */
+async function saveStepAs(
+  c: Context<ApiEnv>,
+  executionId: string,
+  caller: RemoteCaller,
+  b: z.infer<typeof SaveStepBody>,
+) {
+  const stored = await c
+    .get("engine")
+    .remote.saveStep(c.get("projectId"), executionId, caller, toStepWrite(b));
+  return { step: presentRemoteStep({ ...stored, completedAt: new Date() }) };
+}
+
+/** `POST …/complete`: completes the run (its last step and spans with it). */
+async function completeAs(
+  c: Context<ApiEnv>,
+  executionId: string,
+  caller: RemoteCaller,
+  b: z.infer<typeof CompleteBody>,
+) {
+  await c
+    .get("engine")
+    .remote.complete(
+      c.get("projectId"),
+      executionId,
+      caller,
+      b.result ?? null,
+      (b.step_spans ?? []).map(toStepRecord),
+      b.last_step ? toStepWrite(b.last_step) : undefined,
+      b.ran_steps,
+    );
+  return OK;
+}
+
+/**
+ * One batched report's outcome, as its own route would have answered it: an error becomes its error
+ * body and status (onError's mapping: a dependency away is 503, anything unexpected a logged 500).
+ */
+async function outcomeOf(c: Context<ApiEnv>, report: () => Promise<unknown>) {
+  try {
+    return { status: 200, body: await report() };
+  } catch (err) {
+    let error: SpoolError;
+    if (err instanceof SpoolError) error = err;
+    else {
+      const failure = logFailure(c.get("logger"), err, { path: c.req.path, method: c.req.method });
+      error = failure === "unavailable" ? unavailable() : new SpoolError("INTERNAL_ERROR", "internal error");
+    }
+    return { status: error.status, ...error.toBody() };
+  }
+}
+
 export function registerInternalExecutions(app: App) {
   app.openapi(listSteps, async (c) => {
     const { execution_id } = c.req.valid("param");
@@ -220,13 +295,9 @@ export function registerInternalExecutions(app: App) {
     return c.json(presentRemoteStep(step), 200);
   });
 
-  app.openapi(saveStep, async (c) => {
-    const b = c.req.valid("json");
-    const stored = await c
-      .get("engine")
-      .remote.saveStep(c.get("projectId"), c.req.valid("param").execution_id, callerOf(c), toStepWrite(b));
-    return c.json({ step: presentRemoteStep({ ...stored, completedAt: new Date() }) }, 200);
-  });
+  app.openapi(saveStep, async (c) =>
+    c.json(await saveStepAs(c, c.req.valid("param").execution_id, callerOf(c), c.req.valid("json")), 200),
+  );
 
   app.openapi(park, async (c) => {
     const b = c.req.valid("json");
@@ -247,20 +318,28 @@ export function registerInternalExecutions(app: App) {
 
   app.openapi(complete, async (c) => {
     const b = c.req.valid("json") ?? {};
-    const id = c.req.valid("param").execution_id;
-    const steps = (b.step_spans ?? []).map(toStepRecord);
-    await c
-      .get("engine")
-      .remote.complete(
-        c.get("projectId"),
-        id,
-        callerOf(c, b.worker_id),
-        b.result ?? null,
-        steps,
-        b.last_step ? toStepWrite(b.last_step) : undefined,
-        b.ran_steps,
-      );
-    return c.json(OK, 200);
+    return c.json(await completeAs(c, c.req.valid("param").execution_id, callerOf(c, b.worker_id), b), 200);
+  });
+
+  // Independent reports, handled at once: their statements share the engine's group commits.
+  app.openapi(reports, async (c) => {
+    const results = await Promise.all(
+      c.req
+        .valid("json")
+        .reports.map((r) =>
+          outcomeOf(c, () =>
+            r.step
+              ? saveStepAs(c, r.execution_id, callerOf(c, null, r.claim ?? null), r.step)
+              : completeAs(
+                  c,
+                  r.execution_id,
+                  callerOf(c, r.complete?.worker_id, r.claim ?? null),
+                  r.complete ?? {},
+                ),
+          ),
+        ),
+    );
+    return c.json({ results }, 200);
   });
 
   app.openapi(fail, async (c) => {

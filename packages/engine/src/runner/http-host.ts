@@ -26,6 +26,7 @@ import {
 } from "../runtime/result-size.js";
 import { withStepKey } from "../runtime/step-errors.js";
 import { type ProtocolClient, ProtocolError } from "./protocol-client.js";
+import type { Reporter, ReportKind } from "./reporter.js";
 import type { RunHost } from "./run-host.js";
 
 /** How often live events and step spans are sent (one request per batch). */
@@ -109,17 +110,24 @@ export function createHttpHost(o: {
   workerId: () => string;
   cancelled: () => boolean;
   onError: (err: unknown, what: string) => void;
+  /** The worker's reporter: step writes and completions go through it, batched with other runs'. */
+  reporter?: Reporter;
 }): RunHost {
   const { push } = o;
   const run = `/internal/executions/${encodeURIComponent(push.execution_id)}`;
   const headers = () => ({ "x-worker-id": o.workerId(), "x-spool-claim": push.spool_claim });
   const call = <T>(method: string, path: string, body?: unknown) =>
     o.api.request<T>(method, path, body, headers());
+  /** A step write or the completion: through the worker's reporter when it has one. */
+  const report = <T>(kind: ReportKind, body: unknown) =>
+    o.reporter
+      ? o.reporter.report<T>(push.execution_id, push.spool_claim, kind, body)
+      : call<T>("POST", `${run}/${kind === "step" ? "steps" : "complete"}`, body);
   /** A settle call: false when Spool says the run is no longer this worker's. */
-  const settle = async (path: string, body: unknown) => {
+  const settle = async (verb: "complete" | "wait", body: unknown) => {
     if (o.cancelled()) return false;
     try {
-      await call("POST", `${run}${path}`, body);
+      await (verb === "wait" ? call("POST", `${run}/wait`, body) : report(verb, body));
       return true;
     } catch (err) {
       const superseded = supersededStep(err);
@@ -133,7 +141,7 @@ export function createHttpHost(o: {
   const saveStep = async (step: NewStepResult): Promise<JournalStep> => {
     if (o.cancelled()) throw new ExecutionAbortedError("execution was cancelled");
     try {
-      const { step: stored } = await call<{ step: WireStep }>("POST", `${run}/steps`, toWireWrite(step));
+      const { step: stored } = await report<{ step: WireStep }>("step", toWireWrite(step));
       return toJournalStep(stored);
     } catch (err) {
       if (isRefusal(err)) throw new ExecutionAbortedError((err as Error).message);
@@ -240,7 +248,7 @@ export function createHttpHost(o: {
       const ranSteps =
         spansStored.size > 0 && spansStored.size <= MAX_RAN_STEPS ? [...spansStored] : undefined;
       try {
-        return await settle("/complete", {
+        return await settle("complete", {
           result,
           worker_id: o.workerId(),
           ...(items.length > 0 ? { step_spans: items.map(toStepSpan) } : {}),
@@ -263,7 +271,7 @@ export function createHttpHost(o: {
           throw tooLarge(err);
         }
         try {
-          return await settle("/complete", { result, worker_id: o.workerId() });
+          return await settle("complete", { result, worker_id: o.workerId() });
         } catch (again) {
           throw isTooLarge(again) ? tooLarge(again) : again;
         }
@@ -289,7 +297,7 @@ export function createHttpHost(o: {
     },
     block: async (waits: NewWait[]) => {
       await flush();
-      return settle("/wait", {
+      return settle("wait", {
         waits: waits.map((w) => ({
           step_key: w.stepKey,
           seq: w.seq,

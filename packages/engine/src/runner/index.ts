@@ -16,5 +16,7 @@ export {
   type ProtocolClient,
   type ProtocolClientOptions,
   ProtocolError,
+  RawJson,
 } from "./protocol-client.js";
+export { createReporter, type Reporter, type ReportKind } from "./reporter.js";
 export type { FailOutcome, RetryRequest, RunHost, RunnerLogger, StartedRun } from "./run-host.js";

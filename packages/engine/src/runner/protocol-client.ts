@@ -30,6 +30,11 @@ export class ProtocolError extends Error {
 
 export type ProtocolClient = ReturnType<typeof createProtocolClient>;
 
+/** A body already serialized as JSON: sent as it is, not serialized again. */
+export class RawJson {
+  constructor(readonly text: string) {}
+}
+
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A body as JSON; null when empty or not JSON (a proxy's error page, say: the status tells). */
@@ -55,7 +60,7 @@ export function createProtocolClient(o: ProtocolClientOptions) {
         "content-type": "application/json",
         ...headers,
       },
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: body === undefined ? undefined : body instanceof RawJson ? body.text : JSON.stringify(body),
       timeoutMs: o.timeoutMs ?? 30_000,
       // Every worker route is idempotent: a call the server never saw is simply sent again.
       retryIfReset: true,

@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import {
   createHttpHost,
   createProtocolClient,
+  createReporter,
   type ProtocolClient,
   ProtocolError,
   processRun,
@@ -122,6 +123,8 @@ export async function createWorker(options: WorkerOptions): Promise<RemoteWorker
     retryForMs: 3000,
     timeoutMs: 3000,
   });
+  // Every run's step writes and completions: batched while earlier ones are on their way.
+  const reporter = createReporter({ api, workerId: () => workerId ?? "" });
   const runs = new Map<string, Running>();
   /** Runs that take a slot: all but those reporting their outcome. */
   const runningCode = () => {
@@ -196,6 +199,7 @@ export async function createWorker(options: WorkerOptions): Promise<RemoteWorker
       workerId: () => workerId ?? push.worker_id,
       cancelled: () => state.stopped !== null,
       onError: (err, what) => log.warn({ err: String(err) }, what),
+      reporter,
     });
     const host: RunHost = {
       ...httpHost,

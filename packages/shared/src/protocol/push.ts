@@ -5,6 +5,8 @@ import type { SerializedError } from "../workflow/errors.js";
 
 /** At most this many `ran_steps` in a completion (a longer run completes without them). */
 export const MAX_RAN_STEPS = 1000;
+/** Spool: the most reports one `POST /internal/reports` carries. */
+export const MAX_REPORTS = 64;
 
 /** The push body: the Polos SDKs read the protocol's fields; fields marked Spool are extensions. */
 export interface PushRequest {

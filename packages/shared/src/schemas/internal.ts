@@ -3,7 +3,7 @@
 // (marked "Spool"), never fewer.
 import { z } from "@hono/zod-openapi";
 import { ClientId } from "../ids.js";
-import { MAX_RAN_STEPS } from "../protocol/push.js";
+import { MAX_RAN_STEPS, MAX_REPORTS } from "../protocol/push.js";
 import { JsonObject, JsonValue, MAX_INT4, Text, Timestamp } from "./common.js";
 import { ExecutionError } from "./executions.js";
 
@@ -202,6 +202,39 @@ export const EventCursorResponse = z.object({ sequence: z.number().int() }).open
 export const NotLoadedResponse = z
   .object({ outcome: z.enum(["handed_back", "failed"]) })
   .openapi("NotLoadedResponse");
+
+/**
+ * Spool: one report of a batch: a step write (`step`, as `POST …/steps` takes it) or a completion
+ * (`complete`, as `POST …/complete` takes it) of one run, under its push's claim (X-Spool-Claim).
+ */
+export const RunReport = z
+  .object({
+    execution_id: Text.max(100),
+    claim: Text.max(100).nullish(),
+    step: SaveStepBody.optional(),
+    complete: CompleteBody.optional(),
+  })
+  .refine((r) => (r.step === undefined) !== (r.complete === undefined), {
+    message: "a report carries exactly one of step and complete",
+  })
+  .openapi("RunReport");
+
+export const ReportsBody = z
+  .object({ reports: z.array(RunReport).min(1).max(MAX_REPORTS) })
+  .openapi("ReportsBody");
+
+/** Each report's answer: what its own route would have answered (status, and body or error body). */
+export const ReportOutcome = z
+  .object({
+    status: z.number().int(),
+    body: z.unknown().optional(),
+    error: z.string().optional(),
+    error_type: z.string().optional(),
+    details: z.unknown().optional(),
+  })
+  .openapi("ReportOutcome");
+
+export const ReportsResponse = z.object({ results: z.array(ReportOutcome) }).openapi("ReportsResponse");
 
 /** Spool: spans of steps a remote worker ran. */
 export const StepSpansBody = z
