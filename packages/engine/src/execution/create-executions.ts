@@ -124,26 +124,41 @@ export async function createExecutions(
   return { executions, dispatch: executions.map((e) => runDispatch(e)) };
 }
 
+/** The registration a new root run is made from: its workflow's latest unarchived one. */
+export const ROOT_RUN_REGISTRATION = `
+  SELECT workflow_id, workflow_type, deployment_id, COALESCE(queue_name, '${DEFAULT_QUEUE}') AS queue
+    FROM workflow_registrations
+   WHERE project_id = $2::uuid AND workflow_id = $3 AND ($4::text IS NULL OR deployment_id = $4)
+     AND archived_at IS NULL
+   ORDER BY updated_at DESC LIMIT 1`;
+
+/**
+ * The insert of a new root run from `from`, which names its registration `r` (ROOT_RUN_REGISTRATION),
+ * queued; or, with `start`, as that status, with those columns set too (the run started as inserted).
+ * Params and result: as INSERT_ROOT_RUN's.
+ */
+export const insertRootRunFrom = (
+  from: string,
+  start?: { status: string; columns: string; values: string },
+) => `
+  INSERT INTO executions (id, project_id, workflow_id, workflow_type, deployment_id, queue_name,
+    dispatch_queue, status, input, concurrency_key, root_execution_id, step_key, wait_for_subworkflow,
+    run_timeout_seconds, deadline_at, initial_state, session_id, user_id, otel_traceparent,
+    channel_context, created_at, updated_at${start ? `, ${start.columns}` : ""})
+  SELECT $1::uuid, $2::uuid, r.workflow_id, r.workflow_type, r.deployment_id, r.queue, r.queue,
+         ${start?.status ?? "'queued'"}, $5::jsonb, $6, $1::uuid, $7, $8, $9, $10, $11::jsonb, $12, $13, $14,
+         $15::jsonb, $16, $16${start ? `, ${start.values}` : ""}
+    FROM ${from}
+  RETURNING ${EXECUTION_FIELDS}, EXISTS (
+    SELECT 1 FROM queues q WHERE q.project_id = executions.project_id AND q.name = executions.queue_name
+                             AND q.concurrency_limit IS NOT NULL) AS "laneLimited"`;
+
 // Purpose: a root run (its own root) of a registered workflow on its workflow's own queue, in one
 // autocommitted statement (no transaction round trips). Params: id, project, workflow, deployment
 // (or null: the newest registration), input, concurrency key, step key, wait_for_subworkflow, run
 // timeout, deadline, initial state, session, user, traceparent, channel context, now. Locks: none.
 // Result: the new row and whether its lane has a limit, or none when the workflow is not registered.
-const INSERT_ROOT_RUN = `
-  INSERT INTO executions (id, project_id, workflow_id, workflow_type, deployment_id, queue_name,
-    dispatch_queue, status, input, concurrency_key, root_execution_id, step_key, wait_for_subworkflow,
-    run_timeout_seconds, deadline_at, initial_state, session_id, user_id, otel_traceparent,
-    channel_context, created_at, updated_at)
-  SELECT $1::uuid, $2::uuid, r.workflow_id, r.workflow_type, r.deployment_id, r.queue, r.queue, 'queued',
-         $5::jsonb, $6, $1::uuid, $7, $8, $9, $10, $11::jsonb, $12, $13, $14, $15::jsonb, $16, $16
-    FROM (SELECT workflow_id, workflow_type, deployment_id, COALESCE(queue_name, '${DEFAULT_QUEUE}') AS queue
-            FROM workflow_registrations
-           WHERE project_id = $2::uuid AND workflow_id = $3 AND ($4::text IS NULL OR deployment_id = $4)
-             AND archived_at IS NULL
-           ORDER BY updated_at DESC LIMIT 1) r
-  RETURNING ${EXECUTION_FIELDS}, EXISTS (
-    SELECT 1 FROM queues q WHERE q.project_id = executions.project_id AND q.name = executions.queue_name
-                             AND q.concurrency_limit IS NOT NULL) AS "laneLimited"`;
+const INSERT_ROOT_RUN = insertRootRunFrom(`(${ROOT_RUN_REGISTRATION}) r`);
 
 /** The most bytes of JSON input a run's first job carries (FirstRun); a larger one is read at start. */
 const MAX_FIRST_JOB_INPUT_BYTES = 4096;
@@ -173,7 +188,8 @@ export interface CreatedRootRun {
   execution: Execution;
   dispatch: DispatchRequest;
 }
-type InsertedRootRun = Execution & { laneLimited: boolean };
+/** A root run as its insert returns it. */
+export type InsertedRootRun = Execution & { laneLimited: boolean };
 
 /**
  * createRootRun's statement (to send alone or with others), and what its row makes: the run and its

@@ -11,7 +11,14 @@ import {
 import { TX_OPTIONS } from "../deps.js";
 import { executionFields, unprefixed, workerFields } from "../sql/rows.js";
 import { type Claim, heldUnder } from "./claim.js";
-import { type CreatedRootRun, insertRootRun, type RunRequest } from "./create-executions.js";
+import {
+  type CreatedRootRun,
+  type InsertedRootRun,
+  insertRootRun,
+  insertRootRunFrom,
+  ROOT_RUN_REGISTRATION,
+  type RunRequest,
+} from "./create-executions.js";
 import { type JournalRows, journalColumns, journalOf, type RawWait } from "./journal-store.js";
 import { START, takenColumns } from "./start-execution.js";
 import { takeRunInLane } from "./take-run.js";
@@ -144,26 +151,34 @@ const startQueued = (waiting: boolean) => `
 const START_QUEUED_ON_PUSH_WORKER = startQueued(false);
 const START_QUEUED_ON_PUSH_WORKER_WAITING = startQueued(true);
 
-// Purpose: a new run (queued under dispatch 0, inserted by the same group commit) → running on the
-// least loaded in-cluster worker process with room, which the started row names as its holder.
-// Unlike a push worker's, the worker's row is not locked: an in-cluster worker's concurrency is a
-// soft bound (its queues keep their own), so two API replicas starting runs on it at once may each
-// miss the other's starts (a round each at most), and in exchange never wait for each other, nor
-// for the worker's renewal of its row. Starts earlier in the same group commit are counted. Params:
-// execution, dispatch seq, now. Locks: the execution row. Result: the started row, its (empty)
-// journal and the worker (WORKER_PREFIX), or none (no process with room, a limited lane).
-const START_QUEUED_IN_CLUSTER = `
-  WITH chosen AS (
-    SELECT ${workerFields("w", WORKER_PREFIX)} FROM workers w, executions r
-     WHERE r.id = $1::uuid AND r.dispatch_seq = $2 AND r.status = 'queued'
-       AND ${inClusterWorkerFor("r.project_id", "r.workflow_id")}),
-  taken AS (
-    UPDATE executions e ${takeOnPushWorker(`chosen."${WORKER_PREFIX}id"`, "$3", `chosen."${WORKER_PREFIX}consumerName"`)}
-      FROM chosen
-     WHERE e.id = $1::uuid AND e.dispatch_seq = $2 AND e.status = 'queued'
-       AND ${roomOnPushWorker(`chosen."${WORKER_PREFIX}id"`, `chosen."${WORKER_PREFIX}maxConcurrentExecutions"`)}
-    RETURNING ${executionFields("e")})
-  SELECT taken.*, chosen.*, ${journalColumns("$1::uuid")} FROM taken, chosen`;
+// Purpose: a new root run, inserted already running on the least loaded in-cluster worker process
+// that has room, which the row names as its holder (what inserting it queued and then starting it
+// would leave, with one row version and one set of index entries instead of two); inserted queued
+// when no process has room or its lane has a limit. Unlike a push worker's, the worker's row is not
+// locked: an in-cluster worker's concurrency is a soft bound (its queues keep their own), so two API
+// replicas starting runs on it at once may each miss the other's starts (a round each at most), and
+// in exchange never wait for each other, nor for the worker's renewal of its row. Starts earlier in
+// the same group commit are counted. Params: as INSERT_ROOT_RUN's. Locks: none. Result: the row, its
+// lane's limit (laneLimited) and, when started, the worker (WORKER_PREFIX); none when the workflow
+// is not registered.
+const INSERT_ROOT_RUN_IN_CLUSTER = `
+  WITH r AS (${ROOT_RUN_REGISTRATION}),
+  chosen AS (
+    SELECT c.id, c.consumer_name FROM (
+      SELECT w.id, w.consumer_name, w.max_concurrent_executions, ${runningOn("w.id")} AS running
+        FROM workers w, r
+       WHERE ${inClusterWorkerFor("$2::uuid", "r.workflow_id")}) c
+     WHERE (c.max_concurrent_executions IS NULL OR c.running < c.max_concurrent_executions)
+       AND NOT EXISTS (SELECT 1 FROM queues q, r WHERE q.project_id = $2::uuid AND q.name = r.queue
+                                                 AND q.concurrency_limit IS NOT NULL)),
+  inserted AS (${insertRootRunFrom("r LEFT JOIN chosen s ON true", {
+    status: `CASE WHEN s.id IS NULL THEN 'queued' ELSE '${START.to}' END`,
+    columns: "worker_id, started_at, lease, push_holder",
+    values:
+      "s.id, CASE WHEN s.id IS NULL THEN NULL ELSE $16::timestamptz END, CASE WHEN s.id IS NULL THEN 0 ELSE 1 END, s.consumer_name",
+  })})
+  SELECT inserted.*, ${workerFields("w", WORKER_PREFIX)}
+    FROM inserted LEFT JOIN workers w ON w.id = inserted."workerId"`;
 
 export type StartedOnPushWorker = { execution: Execution; worker: Worker; journal: JournalRows };
 type StartedRow = Execution & { journalSteps: JournalRows["steps"]; journalWaits: RawWait[] };
@@ -224,21 +239,32 @@ export function createRootRunsOnPushWorkers(
 }
 
 /**
- * New root runs, each inserted and started on the least loaded in-cluster worker process that takes
- * runs without jobs and has room, by the same group commit, as createRootRunsOnPushWorkers does;
- * the started row names that process as its holder. `started` null: its job must be enqueued.
+ * New root runs, each inserted already started on the least loaded in-cluster worker process that
+ * takes runs without jobs and has room (INSERT_ROOT_RUN_IN_CLUSTER), in one group commit; the row
+ * names that process as its holder. `started` null: the run is queued, and its job must be enqueued.
  */
 export function createRootRunsOnInClusterWorkers(
   pool: pg.Pool,
   runs: { projectId: string; request: RunRequest; id: string }[],
 ): Promise<{ created: CreatedRootRun; started: StartedOnPushWorker | null }>[] {
   const now = new Date();
-  return insertAndStart(pool, runs, now, (r) => ({
-    name: "spool_start_queued_in_cluster",
-    text: START_QUEUED_IN_CLUSTER,
-    // A new run's dispatch sequence is the column's default.
-    values: [r.id, 0, now],
-  }));
+  const inserts = runs.map((r) => insertRootRun(r.projectId, r.request, r.id, now));
+  const results = queryTogether(
+    pool,
+    inserts.map(({ statement }) => ({
+      name: "spool_insert_root_run_in_cluster",
+      text: INSERT_ROOT_RUN_IN_CLUSTER,
+      values: statement.values,
+    })),
+  );
+  return results.map(async (result, i) => {
+    const row = (await result).rows[0] as (InsertedRootRun & Record<string, unknown>) | undefined;
+    // The worker's columns (null when the run was not started) are not the run's.
+    const worker = row && unprefixed<Worker>(row, WORKER_PREFIX);
+    const created = inserts[i]!.created(row);
+    if (!worker || created.execution.status !== START.to) return { created, started: null };
+    return { created, started: { execution: created.execution, worker, journal: { steps: [], waits: [] } } };
+  });
 }
 
 /** Each run's insert followed by its start, as one group commit (see createRootRunsOnPushWorkers). */
