@@ -4,6 +4,7 @@ import { isUuid, notFound } from "@spool/shared";
 import { type DispatchRequest, type FirstRun, runJobId } from "../dispatch/dispatcher.js";
 import { assertRoomForQueues, DEFAULT_MAX_QUEUES_PER_PROJECT } from "../registry/queue-cap.js";
 import { EXECUTION_FIELDS } from "../sql/rows.js";
+import { laneHasLimit } from "./take-run.js";
 
 export const DEFAULT_QUEUE = "default";
 
@@ -149,9 +150,8 @@ export const insertRootRunFrom = (
          ${start?.status ?? "'queued'"}, $5::jsonb, $6, $1::uuid, $7, $8, $9, $10, $11::jsonb, $12, $13, $14,
          $15::jsonb, $16, $16${start ? `, ${start.values}` : ""}
     FROM ${from}
-  RETURNING ${EXECUTION_FIELDS}, EXISTS (
-    SELECT 1 FROM queues q WHERE q.project_id = executions.project_id AND q.name = executions.queue_name
-                             AND q.concurrency_limit IS NOT NULL) AS "laneLimited"`;
+  RETURNING ${EXECUTION_FIELDS},
+            ${laneHasLimit("executions.project_id", "executions.queue_name")} AS "laneLimited"`;
 
 // Purpose: a root run (its own root) of a registered workflow on its workflow's own queue, in one
 // autocommitted statement (no transaction round trips). Params: id, project, workflow, deployment

@@ -2,7 +2,7 @@ import type { Execution, PrismaClient, pg } from "@spool/db";
 import { TX_OPTIONS } from "../deps.js";
 import { executionFields } from "../sql/rows.js";
 import { type JournalRows, journalColumns, journalOf, type RawWait } from "./journal-store.js";
-import { takeRunInLane } from "./take-run.js";
+import { laneHasLimit, takeRunInLane } from "./take-run.js";
 import { rawTransition } from "./transition.js";
 
 /**
@@ -38,9 +38,7 @@ const START_AND_LOAD = `
      WHERE e.id = $1 AND e.dispatch_seq = $2 AND e.status = ANY($5::text[])
        AND NOT (e.status = 'running' AND e.pushed_lease = e.lease AND EXISTS (
              SELECT 1 FROM workers w WHERE w.id = e.worker_id AND w.mode = 'push' AND w.status = 'online'))
-       AND NOT (e.status = 'queued' AND EXISTS (
-             SELECT 1 FROM queues q WHERE q.project_id = e.project_id AND q.name = e.queue_name
-                                      AND q.concurrency_limit IS NOT NULL))
+       AND NOT (e.status = 'queued' AND ${laneHasLimit("e.project_id", "e.queue_name")})
     RETURNING ${executionFields("e")})
   SELECT taken.*, ${journalColumns("$1")} FROM taken`;
 

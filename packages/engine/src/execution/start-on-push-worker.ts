@@ -21,7 +21,7 @@ import {
 } from "./create-executions.js";
 import { type JournalRows, journalColumns, journalOf, type RawWait } from "./journal-store.js";
 import { START, takenColumns } from "./start-execution.js";
-import { takeRunInLane } from "./take-run.js";
+import { laneHasLimit, takeRunInLane } from "./take-run.js";
 import { transition } from "./transition.js";
 
 /** What starting a run on a push worker found. */
@@ -71,11 +71,11 @@ const inClusterWorkerFor = (projectId: string, workflowId: string) => `
 // starts the count may not see) and e's lane has no limit.
 const takeOnPushWorker = (workerId: string, now: string, pushHolder?: string) =>
   `SET ${takenColumns(workerId, now, now, pushHolder)}`;
+// Whether a worker running `running` runs has room under its max (null: no max).
+const hasRoom = (max: string, running: string) => `(${max} IS NULL OR ${running} < ${max})`;
 const roomOnPushWorker = (workerId: string, max: string, missed = "0") => `
-       (${max} IS NULL OR ${runningOn(workerId)} + ${missed} < ${max})
-       AND NOT (e.status = 'queued' AND EXISTS (
-             SELECT 1 FROM queues q WHERE q.project_id = e.project_id AND q.name = e.queue_name
-                                      AND q.concurrency_limit IS NOT NULL))`;
+       ${hasRoom(max, `${runningOn(workerId)} + ${missed}`)}
+       AND NOT (e.status = 'queued' AND ${laneHasLimit("e.project_id", "e.queue_name")})`;
 
 // Every start of a run on a push worker (when `started` holds) moves the worker's push_starts on, so
 // a concurrent start that counted the worker's runs before this one committed can tell (see
@@ -168,9 +168,8 @@ const INSERT_ROOT_RUN_IN_CLUSTER = `
       SELECT w.id, w.consumer_name, w.max_concurrent_executions, ${runningOn("w.id")} AS running
         FROM workers w, r
        WHERE ${inClusterWorkerFor("$2::uuid", "r.workflow_id")}) c
-     WHERE (c.max_concurrent_executions IS NULL OR c.running < c.max_concurrent_executions)
-       AND NOT EXISTS (SELECT 1 FROM queues q, r WHERE q.project_id = $2::uuid AND q.name = r.queue
-                                                 AND q.concurrency_limit IS NOT NULL)),
+     WHERE ${hasRoom("c.max_concurrent_executions", "c.running")}
+       AND NOT ${laneHasLimit("$2::uuid", "(SELECT queue FROM r)")}),
   inserted AS (${insertRootRunFrom("r LEFT JOIN chosen s ON true", {
     status: `CASE WHEN s.id IS NULL THEN 'queued' ELSE '${START.to}' END`,
     columns: "worker_id, started_at, lease, push_holder",

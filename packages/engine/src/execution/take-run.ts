@@ -58,6 +58,11 @@ export function runningIn(tx: Db, p: Partition): Promise<number> {
   });
 }
 
+/** SQL: whether a lane (its project and queue name, as SQL expressions) has a concurrency limit. */
+export const laneHasLimit = (projectId: string, queueName: string) =>
+  `EXISTS (SELECT 1 FROM queues q WHERE q.project_id = ${projectId} AND q.name = ${queueName}
+                                    AND q.concurrency_limit IS NOT NULL)`;
+
 /** A lane's limit, or null when it has none (no queue row, or no limit). */
 export async function laneLimit(db: Db, projectId: string, queueName: string): Promise<number | null> {
   const queue = await db.queue.findUnique({
