@@ -87,18 +87,18 @@ const HTTP_EXCEPTION_TYPES: Record<number, ErrorBody["error_type"]> = {
 };
 
 /**
- * Thrown errors become the contract's error body. Domain errors carry their own type; Hono's
+ * What a thrown error answers, in the contract's terms. Domain errors carry their own type; Hono's
  * HTTPExceptions (malformed JSON, body limit) are mapped by status; Postgres or Redis unavailable is
- * a 503 with Retry-After; a client that left gets nothing (499 in the request log); anything else is
- * a bug: logged with its stack, answered as a bare 500 without internals.
+ * a 503; anything else is a bug: logged with its stack, answered as a bare 500 without internals.
+ * Null: the client left (nobody reads the answer).
  */
-export const onError: ErrorHandler<ApiEnv> = (err, c) => {
-  if (err instanceof SpoolError) return errorJson(c, err);
+export function answerFor(err: unknown, c: Context<ApiEnv>): SpoolError | null {
+  if (err instanceof SpoolError) return err;
   if (err instanceof HTTPException && err.status < 500) {
     const type = HTTP_EXCEPTION_TYPES[err.status] ?? "BAD_REQUEST";
     const message =
       err.status === 400 && /JSON/i.test(err.message) ? "malformed JSON in request body" : err.message;
-    return errorJson(c, new SpoolError(type, message || type.toLowerCase()));
+    return new SpoolError(type, message || type.toLowerCase());
   }
   const failure = logFailure(
     c.get("logger"),
@@ -106,9 +106,15 @@ export const onError: ErrorHandler<ApiEnv> = (err, c) => {
     { path: c.req.path, method: c.req.method },
     c.req.raw.signal,
   );
-  if (failure === "client_gone") return c.body(null, 499 as UnofficialStatusCode);
-  if (failure === "unavailable") return errorJson(c, unavailable());
-  return errorJson(c, new SpoolError("INTERNAL_ERROR", "internal error"));
+  if (failure === "client_gone") return null;
+  if (failure === "unavailable") return unavailable();
+  return new SpoolError("INTERNAL_ERROR", "internal error");
+}
+
+/** Thrown errors become the contract's error body (answerFor); a client that left gets nothing (499 in the request log). */
+export const onError: ErrorHandler<ApiEnv> = (err, c) => {
+  const answer = answerFor(err, c);
+  return answer ? errorJson(c, answer) : c.body(null, 499 as UnofficialStatusCode);
 };
 
 /** zod validation failures: 400 INVALID_INPUT naming each offending field. */

@@ -20,7 +20,6 @@ import {
   SaveStepBody,
   SaveStepResponse,
   type SerializedError,
-  SpoolError,
   type StepSpanInput,
   StepSpansBody,
   WaitBody,
@@ -29,7 +28,7 @@ import {
 } from "@spool/shared";
 import type { Context } from "hono";
 import type { ApiEnv, App } from "../context.js";
-import { errorResponses, logFailure, unavailable } from "../errors.js";
+import { answerFor, errorResponses, unavailable } from "../errors.js";
 import { AUTHENTICATED, json, jsonBody, ProjectHeaders } from "../openapi.js";
 import { presentRemoteStep } from "../presenters.js";
 
@@ -259,19 +258,14 @@ async function completeAs(
 }
 
 /**
- * One batched report's outcome, as its own route would have answered it: an error becomes its error
- * body and status (onError's mapping: a dependency away is 503, anything unexpected a logged 500).
+ * One batched report's outcome, as its own route would have answered it (answerFor, as onError
+ * maps errors; a client that left reads nothing, so any answer does).
  */
 async function outcomeOf(c: Context<ApiEnv>, report: () => Promise<unknown>) {
   try {
     return { status: 200, body: await report() };
   } catch (err) {
-    let error: SpoolError;
-    if (err instanceof SpoolError) error = err;
-    else {
-      const failure = logFailure(c.get("logger"), err, { path: c.req.path, method: c.req.method });
-      error = failure === "unavailable" ? unavailable() : new SpoolError("INTERNAL_ERROR", "internal error");
-    }
+    const error = answerFor(err, c) ?? unavailable();
     return { status: error.status, ...error.toBody() };
   }
 }
