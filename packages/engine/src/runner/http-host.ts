@@ -111,18 +111,16 @@ export function createHttpHost(o: {
   cancelled: () => boolean;
   onError: (err: unknown, what: string) => void;
   /** The worker's reporter: step writes and completions go through it, batched with other runs'. */
-  reporter?: Reporter;
+  reporter: Reporter;
 }): RunHost {
   const { push } = o;
   const run = `/internal/executions/${encodeURIComponent(push.execution_id)}`;
   const headers = () => ({ "x-worker-id": o.workerId(), "x-spool-claim": push.spool_claim });
   const call = <T>(method: string, path: string, body?: unknown) =>
     o.api.request<T>(method, path, body, headers());
-  /** A step write or the completion: through the worker's reporter when it has one. */
+  /** A step write or the completion, through the worker's reporter. */
   const report = <T>(kind: ReportKind, body: unknown) =>
-    o.reporter
-      ? o.reporter.report<T>(push.execution_id, push.spool_claim, kind, body)
-      : call<T>("POST", `${run}/${kind === "step" ? "steps" : "complete"}`, body);
+    o.reporter.report<T>(push.execution_id, push.spool_claim, kind, body);
   /** A settle call: false when Spool says the run is no longer this worker's. */
   const settle = async (verb: "complete" | "wait", body: unknown) => {
     if (o.cancelled()) return false;
