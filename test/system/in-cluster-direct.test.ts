@@ -1,6 +1,7 @@
 // New runs started on in-cluster worker processes without BullMQ jobs (in-cluster/direct-runs.ts):
 // what a job's lock gave still holds when the process dies, freezes, or opts out.
 import { decodeStartedRun, runDispatch } from "@spool/engine";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { countOf } from "../fixtures/side-effects.js";
 import { eventually, type Proc, type System, startSystem } from "./harness.js";
@@ -43,6 +44,31 @@ describe("runs started on in-cluster workers without jobs (real worker and sched
   const consumerOf = async (worker: Proc & { workerId: string }) =>
     (await sys.db.query("SELECT consumer_name FROM workers WHERE id = $1", [worker.workerId])).rows[0]
       .consumer_name;
+  /** The worker's process name, once its row names it (within a second of its start). */
+  const advertised = (worker: Proc & { workerId: string }) =>
+    eventually(async () => (await consumerOf(worker)) ?? undefined);
+  /** Until the API sends new runs of `workflowId` before their insert to exactly these processes. */
+  const sendsNewRunsTo = (workflowId: string, consumers: string[]) =>
+    eventually(
+      async () =>
+        JSON.stringify(sys.inClusterSender.sendsNewRunsTo(sys.projectId, workflowId)) ===
+        JSON.stringify(consumers)
+          ? true
+          : undefined,
+      10_000,
+      `the API sending new ${workflowId} runs to ${consumers.join(", ")}`,
+    );
+  /** The ids of the new runs published on the run channels matching `pattern` from now on. */
+  const listen = async (pattern: string) => {
+    const subscriber = new Redis(sys.redisUrl);
+    const ids: string[] = [];
+    subscriber.on("pmessage", (_pattern: string, _channel: string, message: string) => {
+      const newRun = (JSON.parse(message) as { newRun?: { id: string } }).newRun;
+      if (newRun) ids.push(newRun.id);
+    });
+    await subscriber.psubscribe(pattern);
+    return { newRunIds: () => ids, close: () => subscriber.disconnect() };
+  };
   const workerOf = async (workers: (Proc & { workerId: string })[], id: string) => {
     const { worker_id } = await row(id);
     return workers.find((w) => w.workerId === worker_id);
@@ -132,6 +158,77 @@ describe("runs started on in-cluster workers without jobs (real worker and sched
       frozen?.child.kill("SIGCONT");
       await Promise.all(workers.map((w) => w.kill("SIGKILL")));
       for (const w of workers) await gone(w);
+    }
+  });
+
+  it("a run its caller waits for is sent before its insert: the process inserts it with its first step, no job", async () => {
+    const worker = await sys.startWorker();
+    const channels = await listen(`spool:runs:*`);
+    try {
+      const consumer = await advertised(worker);
+      await sendsNewRunsTo("three-steps", [consumer]);
+      const done = await sys.client.runAndWait("three-steps", { n: 4 });
+      expect(done).toMatchObject({ status: "completed", result: { a: 5, b: 10, c: "n=4 -> 10" } });
+      // What went over the process's channel was the request, not a started row.
+      expect(channels.newRunIds()).toEqual([done.execution_id]);
+      expect(await jobState(done.execution_id)).toBe("unknown");
+      const stored = await row(done.execution_id);
+      expect([stored.status, stored.push_holder, stored.lease]).toEqual(["completed", consumer, 1]);
+      const steps = await sys.db.query("SELECT step_key FROM step_results WHERE execution_id = $1", [
+        done.execution_id,
+      ]);
+      expect(steps.rows.map((r) => r.step_key).sort()).toEqual(["add-one", "describe", "double"]);
+    } finally {
+      channels.close();
+      await worker.kill("SIGTERM");
+    }
+  });
+
+  it("a wait shorter than the run answers with the run as the process inserted it, which then completes once", async () => {
+    const worker = await sys.startWorker();
+    try {
+      const consumer = await advertised(worker);
+      await sendsNewRunsTo("slow-middle", [consumer]);
+      const early = await sys.client.runAndWait("slow-middle", {}, { waitSeconds: 1 });
+      expect(early.status).toBe("running");
+      const running = await row(early.execution_id);
+      expect([running.status, running.push_holder, running.worker_id]).toEqual([
+        "running",
+        consumer,
+        worker.workerId,
+      ]);
+      const done = await sys.client.executions.waitForResult(early.execution_id);
+      expect(done).toMatchObject({ status: "completed", result: "done" });
+      expect(await countOf(early.execution_id, "first")).toBe(1);
+      expect(await countOf(early.execution_id, "slow-start")).toBe(1);
+      expect(await jobState(early.execution_id)).toBe("unknown");
+    } finally {
+      await worker.kill("SIGTERM");
+    }
+  });
+
+  it("a sent run its process never inserts (the message lost) is inserted by its API after a moment, and its job runs it", async () => {
+    // A worker that takes runs only through its queue, and a process named on its row whose channel
+    // swallows what it is sent.
+    const worker = await sys.startWorker({ SPOOL_WORKER_DIRECT_RUNS: "false" });
+    const ghost = await listen("spool:runs:ghost");
+    await sys.db.query(
+      "UPDATE workers SET consumer_name = 'ghost', consumer_seen_at = now() + interval '1 minute' WHERE id = $1",
+      [worker.workerId],
+    );
+    try {
+      await sendsNewRunsTo("three-steps", ["ghost"]);
+      const done = await sys.client.runAndWait("three-steps", { n: 2 });
+      expect(done).toMatchObject({ status: "completed", result: { a: 3, b: 6, c: "n=2 -> 6" } });
+      expect(ghost.newRunIds()).toEqual([done.execution_id]);
+      expect(await jobState(done.execution_id)).not.toBe("unknown");
+      expect((await row(done.execution_id)).push_holder).toBeNull();
+    } finally {
+      await sys.db.query("UPDATE workers SET consumer_name = NULL, consumer_seen_at = NULL WHERE id = $1", [
+        worker.workerId,
+      ]);
+      ghost.close();
+      await worker.kill("SIGTERM");
     }
   });
 

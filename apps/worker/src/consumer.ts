@@ -82,6 +82,7 @@ export class Consumer {
         logger: this.o.logger,
         inFlight: this.inFlight,
         lockDurationMs: this.o.lockDurationMs,
+        maxRunning: this.o.concurrency,
       });
       await this.direct.start();
     }

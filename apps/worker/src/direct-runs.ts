@@ -2,10 +2,13 @@ import type { Execution } from "@spool/db";
 import {
   advertiseConsumer,
   CONSUMER_NAME,
-  decodeStartedRun,
+  type DirectRun,
+  decodeDirectRun,
   directRunsChannel,
   type Engine,
   handOverHeldRuns,
+  insertSentRun,
+  type NewRun,
   repeatEvery,
   runDispatch,
   withdrawConsumer,
@@ -23,6 +26,8 @@ export interface DirectRunsOptions {
   inFlight: Map<string, InFlight>;
   /** Its lease unrenewed this long, this process is taken for frozen and its runs go to jobs. */
   lockDurationMs: number;
+  /** The most runs this process runs at once (its registered max_concurrent_executions). */
+  maxRunning: number;
 }
 
 /** How often this process says it is alive on its worker row. */
@@ -47,6 +52,8 @@ export class DirectRuns {
   private subscriber: Redis | null = null;
   private loops: { stop(): Promise<void> }[] = [];
   private readonly running = new Set<Promise<unknown>>();
+  /** The ids of the runs sent to this process that it runs now. */
+  private readonly ids = new Set<string>();
   private accepting = false;
 
   constructor(private readonly o: DirectRunsOptions) {}
@@ -117,32 +124,68 @@ export class DirectRuns {
   }
 
   private take(message: string): void {
-    let run: Execution;
+    let sent: DirectRun;
     try {
-      run = decodeStartedRun(message);
+      sent = decodeDirectRun(message);
     } catch (err) {
       this.o.logger.warn({ err: String(err) }, "unreadable run on the run channel");
       return;
     }
-    const job = runDispatch(run);
+    if (sent.kind === "started") {
+      this.execute(sent.run.id, runDispatch(sent.run), { started: sent.run });
+      return;
+    }
+    const run = sent.run;
+    if (!this.o.workflows.has(run.request.workflowId) || !this.hasRoom()) {
+      // Not for this process after all: inserted queued (unless its API was first), for its job.
+      void insertSentRun(this.o.engine, run).catch((err: unknown) =>
+        this.o.logger.warn({ err: String(err), execution_id: run.id }, "inserting a sent run failed"),
+      );
+      return;
+    }
+    const job = runDispatch({
+      id: run.id,
+      projectId: run.projectId,
+      dispatchQueue: run.queueName,
+      dispatchSeq: 0,
+    });
+    this.execute(run.id, job, { newRun: run });
+  }
+
+  /** Whether this process runs fewer runs than its max (its jobs' runs and those sent to it). */
+  private hasRoom(): boolean {
+    let jobs = 0;
+    for (const id of this.o.inFlight.keys()) if (!this.ids.has(id)) jobs++;
+    return this.ids.size + jobs < this.o.maxRunning;
+  }
+
+  private execute(
+    id: string,
+    job: ReturnType<typeof runDispatch>,
+    sent: { started: Execution } | { newRun: NewRun },
+  ): void {
+    this.ids.add(id);
     const running = executeJob({
       engine: this.o.engine,
       data: job.data,
-      started: run,
+      ...sent,
       workflows: this.o.workflows,
       workerId: this.o.workerId,
       logger: this.o.logger,
       inFlight: this.o.inFlight,
     }).catch(async (err: unknown) => {
       // What a job's retry would do: the job of the run's dispatch starts it again under a new
-      // lease (or finds it moved on), here or on another worker.
+      // lease (or finds it moved on, or not there: then its API inserts it), here or on another worker.
       this.o.logger.warn(
-        { err: String(err), execution_id: run.id },
+        { err: String(err), execution_id: id },
         "run failed to run here; its job takes over",
       );
       await this.o.engine.dispatcher.dispatch([job]);
     });
     this.running.add(running);
-    void running.finally(() => this.running.delete(running));
+    void running.finally(() => {
+      this.running.delete(running);
+      this.ids.delete(id);
+    });
   }
 }

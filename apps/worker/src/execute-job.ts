@@ -5,6 +5,7 @@ import {
   type Delivery,
   type Engine,
   type JobData,
+  type NewRun,
   processRun,
 } from "@spool/engine";
 import type { Logger, WorkflowDefinition } from "@spool/shared";
@@ -33,6 +34,8 @@ export async function executeJob(args: {
   delivery?: Delivery;
   /** The run as an API started it on this process without a job (in-cluster/direct-runs.ts). */
   started?: Execution;
+  /** A new run an API sent to this process before inserting it (in-cluster/direct-runs.ts). */
+  newRun?: NewRun;
   workflows: Map<string, WorkflowDefinition>;
   workerId: () => string | null;
   logger: Logger;
@@ -51,6 +54,7 @@ export async function executeJob(args: {
     logger: args.logger,
     delivery: args.delivery,
     started: args.started,
+    newRun: args.newRun,
     onStarted: (claim) =>
       args.inFlight.set(data.executionId, { executionId: data.executionId, claim, handBack }),
   });

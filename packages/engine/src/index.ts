@@ -7,16 +7,20 @@ export { matchesFilter } from "./events/match.js";
 export type { Blocked, BlockedReason } from "./execution/blocked.js";
 export { type Claim, claimOf } from "./execution/claim.js";
 export { DEFAULT_QUEUE, type RunRequest, runDispatch } from "./execution/create-executions.js";
-export type { Delivery } from "./execution/deferred-start.js";
+export type { Delivery, NewRun } from "./execution/deferred-start.js";
 export type { ExecutionView, RunReceipt } from "./execution/executions.js";
 export type { StepView } from "./execution/list-steps.js";
 export type { StartResult } from "./execution/start-execution.js";
 export { canTransition, TRANSITIONS } from "./execution/statuses.js";
 export {
   advertiseConsumer,
+  type DirectRun,
+  decodeDirectRun,
   decodeStartedRun,
   directRunsChannel,
   InClusterSender,
+  insertSentRun,
+  NEW_RUN_INSERT_BOUND_MS,
   withdrawConsumer,
 } from "./in-cluster/direct-runs.js";
 export { createPostgresHost } from "./in-cluster/postgres-host.js";

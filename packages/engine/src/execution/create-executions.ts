@@ -125,33 +125,50 @@ export async function createExecutions(
   return { executions, dispatch: executions.map((e) => runDispatch(e)) };
 }
 
+/** How a statement names parameter `n` of a root run's insert (INSERT_ROOT_RUN numbers them 1–16). */
+export type RootRunParam = (n: number) => string;
+const numbered: RootRunParam = (n) => `$${n}`;
+
 /** The registration a new root run is made from: its workflow's latest unarchived one. */
-export const ROOT_RUN_REGISTRATION = `
+export const rootRunRegistration = (p: RootRunParam = numbered) => `
   SELECT workflow_id, workflow_type, deployment_id, COALESCE(queue_name, '${DEFAULT_QUEUE}') AS queue
     FROM workflow_registrations
-   WHERE project_id = $2::uuid AND workflow_id = $3 AND ($4::text IS NULL OR deployment_id = $4)
+   WHERE project_id = ${p(2)}::uuid AND workflow_id = ${p(3)} AND (${p(4)}::text IS NULL OR deployment_id = ${p(4)})
      AND archived_at IS NULL
    ORDER BY updated_at DESC LIMIT 1`;
+export const ROOT_RUN_REGISTRATION = rootRunRegistration();
 
 /**
- * The insert of a new root run from `from`, which names its registration `r` (ROOT_RUN_REGISTRATION),
+ * The insert of a new root run from `from`, which names its registration `r` (rootRunRegistration),
  * queued; or, with `start`, as that status, with those columns set too (the run started as inserted).
- * Params and result: as INSERT_ROOT_RUN's.
+ * `ifAbsent`: nothing is inserted when a row with its id exists. Params (named by `p`) and result:
+ * as INSERT_ROOT_RUN's, unless `returning` says what to return.
  */
 export const insertRootRunFrom = (
   from: string,
-  start?: { status: string; columns: string; values: string },
-) => `
+  o: {
+    start?: { status: string; columns: string; values: string };
+    p?: RootRunParam;
+    ifAbsent?: boolean;
+    returning?: string;
+  } = {},
+) => {
+  const { start, p = numbered } = o;
+  return `
   INSERT INTO executions (id, project_id, workflow_id, workflow_type, deployment_id, queue_name,
     dispatch_queue, status, input, concurrency_key, root_execution_id, step_key, wait_for_subworkflow,
     run_timeout_seconds, deadline_at, initial_state, session_id, user_id, otel_traceparent,
     channel_context, created_at, updated_at${start ? `, ${start.columns}` : ""})
-  SELECT $1::uuid, $2::uuid, r.workflow_id, r.workflow_type, r.deployment_id, r.queue, r.queue,
-         ${start?.status ?? "'queued'"}, $5::jsonb, $6, $1::uuid, $7, $8, $9, $10, $11::jsonb, $12, $13, $14,
-         $15::jsonb, $16, $16${start ? `, ${start.values}` : ""}
-    FROM ${from}
-  RETURNING ${EXECUTION_FIELDS},
-            ${laneHasLimit("executions.project_id", "executions.queue_name")} AS "laneLimited"`;
+  SELECT ${p(1)}::uuid, ${p(2)}::uuid, r.workflow_id, r.workflow_type, r.deployment_id, r.queue, r.queue,
+         ${start?.status ?? "'queued'"}, ${p(5)}::jsonb, ${p(6)}, ${p(1)}::uuid, ${p(7)}, ${p(8)}, ${p(9)}, ${p(10)},
+         ${p(11)}::jsonb, ${p(12)}, ${p(13)}, ${p(14)}, ${p(15)}::jsonb, ${p(16)}, ${p(16)}${start ? `, ${start.values}` : ""}
+    FROM ${from}${o.ifAbsent ? "\n  ON CONFLICT (id) DO NOTHING" : ""}
+  RETURNING ${
+    o.returning ??
+    `${EXECUTION_FIELDS},
+            ${laneHasLimit("executions.project_id", "executions.queue_name")} AS "laneLimited"`
+  }`;
+};
 
 // Purpose: a root run (its own root) of a registered workflow on its workflow's own queue, in one
 // autocommitted statement (no transaction round trips). Params: id, project, workflow, deployment
@@ -159,6 +176,9 @@ export const insertRootRunFrom = (
 // timeout, deadline, initial state, session, user, traceparent, channel context, now. Locks: none.
 // Result: the new row and whether its lane has a limit, or none when the workflow is not registered.
 const INSERT_ROOT_RUN = insertRootRunFrom(`(${ROOT_RUN_REGISTRATION}) r`);
+// Purpose: INSERT_ROOT_RUN's, unless a row with the id exists (inserted by another process meanwhile:
+// the statement then waits for its commit and inserts nothing). Params, locks, result: as INSERT_ROOT_RUN's.
+const INSERT_ROOT_RUN_IF_ABSENT = insertRootRunFrom(`(${ROOT_RUN_REGISTRATION}) r`, { ifAbsent: true });
 
 /** The most bytes of JSON input a run's first job carries (FirstRun); a larger one is read at start. */
 const MAX_FIRST_JOB_INPUT_BYTES = 4096;
@@ -182,6 +202,33 @@ export async function createRootRun(
   const { rows } = await pool.query<InsertedRootRun>(insert.statement);
   return insert.created(rows[0]);
 }
+
+/**
+ * createRootRun's insert of a run another process may have inserted already (a run sent to an
+ * in-cluster worker before its insert, in-cluster/direct-runs.ts): the run and its job when this
+ * inserted it, null when the row was there; not found when its workflow is not registered.
+ */
+export async function createRootRunIfAbsent(
+  pool: pg.Pool,
+  projectId: string,
+  r: RunRequest,
+  id: string,
+  now: Date,
+): Promise<CreatedRootRun | null> {
+  const insert = insertRootRun(projectId, r, id, now);
+  const { rows } = await pool.query<InsertedRootRun>({
+    ...insert.statement,
+    name: "spool_insert_root_run_if_absent",
+    text: INSERT_ROOT_RUN_IF_ABSENT,
+  });
+  if (rows[0]) return insert.created(rows[0]);
+  // Nothing inserted: the row was there (the insert waited for its commit, so this read sees it), or
+  // the workflow is not registered.
+  const there = await pool.query({ name: "spool_execution_exists", text: EXECUTION_EXISTS, values: [id] });
+  if (there.rows.length > 0) return null;
+  return insert.created(undefined);
+}
+const EXECUTION_EXISTS = "SELECT 1 FROM executions WHERE id = $1::uuid";
 
 /** A root run as inserted, with the job that runs it. */
 export interface CreatedRootRun {

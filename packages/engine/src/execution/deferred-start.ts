@@ -1,9 +1,17 @@
-import type { Execution } from "@spool/db";
+import type { Execution, NamedStatement } from "@spool/db";
+import { notFound } from "@spool/shared";
 import type { EngineDeps } from "../deps.js";
-import type { FirstRun } from "../dispatch/dispatcher.js";
+import { CONSUMER_NAME, type FirstRun } from "../dispatch/dispatcher.js";
 import { ExecutionAbortedError, type JournalStep, type NewStepResult } from "../runtime/journal.js";
 import { executionFields, unprefixed } from "../sql/rows.js";
 import { type Claim, claimOf } from "./claim.js";
+import {
+  insertRootRun,
+  insertRootRunFrom,
+  type RootRunParam,
+  type RunRequest,
+  rootRunRegistration,
+} from "./create-executions.js";
 import {
   notThisClaims,
   STEP_WRITE_ANSWER,
@@ -38,6 +46,14 @@ import { rawTransition } from "./transition.js";
  * - The start does not count a lane limit: the API sends FirstRun only for a lane that had none at
  *   the insert, and a job older than MAX_DEFERRED_JOB_AGE_MS starts as usual, so a limit set on a
  *   lane counts every run started more than a second later.
+ *
+ * A new run an API sends to an in-cluster worker process before inserting it (NewRun, for a caller
+ * that waits for its finish: in-cluster/direct-runs.ts) goes one step further the same way: its first
+ * step's write also inserts it, already started on this process, unless a row with its id is there
+ * (its API inserted it meanwhile, having heard nothing; this process then stops, its completed result
+ * kept as above). Until then nobody can ask for the run (its id is only answered with its result),
+ * and nothing but this process holds its request: should both it and the API die, the run is lost,
+ * as is any request whose answer never came.
  */
 
 /** How long a deferred start waits for the run's first step before it is written on its own. */
@@ -84,6 +100,127 @@ const TAKE_WITH_STEP = `
   FROM executions e LEFT JOIN saved s ON true LEFT JOIN taken t ON true
   WHERE e.id = $1::uuid`;
 
+// The insert of a NewRun already started on this process (as INSERT_ROOT_RUN_IN_CLUSTER leaves it),
+// unless a row with its id is there; `p` names the insert's params.
+const insertNewRun = (p: RootRunParam, worker: string, takenAt: string, holder: string) => `
+  r AS (${rootRunRegistration(p)}),
+  inserted AS (${insertRootRunFrom("r", {
+    p,
+    ifAbsent: true,
+    start: {
+      status: `'${FIRST_START.to}'`,
+      columns: "worker_id, started_at, lease, push_holder",
+      values: `${worker}::uuid, ${takenAt}::timestamptz, 1, ${holder}`,
+    },
+    returning: executionFields("executions", STARTED),
+  })})`;
+
+// Purpose: a NewRun's insert on its own. Params: INSERT_ROOT_RUN's $1–$16, worker, taken at, holder.
+// Locks: none. Result: one row: whether its workflow is registered and, when inserted, the row
+// ("started.*"; none when a row with its id was there).
+const INSERT_NEW = `
+  WITH ${insertNewRun((n) => `$${n}`, "$17", "$18", "$19")}
+  SELECT EXISTS (SELECT 1 FROM r) AS registered, t.* FROM (SELECT 1) one LEFT JOIN inserted t ON true`;
+
+// Purpose: a NewRun's first step's write with its insert, in one round trip: inserted as in
+// INSERT_NEW, the step stored (a failed result only if inserted). Params: $1–$9 of stepWriteValues,
+// INSERT_ROOT_RUN's $2–$16 as $10–$24, worker, taken at, holder. Locks: the step's (execution_id,
+// step_key) index entry. Result: one row: INSERT_NEW's, with the stored step (STEP_WRITE_ANSWER's).
+const INSERT_NEW_WITH_STEP = `
+  WITH ${insertNewRun((n) => (n === 1 ? "$1" : `$${n + 8}`), "$25", "$26", "$27")},
+  ${savedStep("EXISTS (SELECT 1 FROM inserted)")}
+  SELECT EXISTS (SELECT 1 FROM r) AS registered, s.step_key AS "stepKey", s.seq, s.kind, s.status,
+         s.output, s.error, s.attempts, t.*
+    FROM (SELECT 1) one LEFT JOIN saved s ON true LEFT JOIN inserted t ON true`;
+
+/** A new plain root run an API sent to this process before inserting it (see above). */
+export interface NewRun {
+  id: string;
+  projectId: string;
+  request: RunRequest;
+  /** Its workflow's queue as the API last read it: the run's lane and its job's queue. */
+  queueName: string;
+  /** When the API took the request: the run's created_at. */
+  createdAt: Date;
+}
+
+/** What a taking statement answers: the started row's fields ("started.*") when it took the run. */
+type TakeRow = Record<string, unknown>;
+
+/** How a deferred run is taken: on its own, or with its first step's write. */
+export interface Taking {
+  alone(): NamedStatement;
+  /** The statement that writes the step (`stepValues`: its $1–$9) and takes the run. */
+  withStep(stepValues: unknown[]): NamedStatement;
+  /** The claim the run stood under before it was taken: a step of a lost run is stored under it. */
+  before: Claim;
+  /** Why a take took nothing, from its answer. */
+  whyNotTaken(row: TakeRow | undefined): Error;
+}
+
+/** A job's run, queued exactly as its job was made, taken by the job's first delivery. */
+export function startTaking(job: DeferredJob): Taking {
+  const params = () => [
+    job.dispatchSeq,
+    job.first.lease,
+    job.workerId,
+    job.takenAt,
+    new Date(),
+    FIRST_START.from,
+  ];
+  return {
+    alone: () => ({ name: "spool_take_first", text: TAKE_FIRST, values: [job.executionId, ...params()] }),
+    withStep: (stepValues) => ({
+      name: "spool_take_with_step",
+      text: TAKE_WITH_STEP,
+      values: [...stepValues, ...params()],
+    }),
+    before: { dispatchSeq: job.dispatchSeq, lease: job.first.lease },
+    whyNotTaken: (row) => {
+      const run = row as Partial<Pick<StepWriteRow, "executionStatus" | "executionSeq" | "executionLease">>;
+      // Still queued for this very job, yet not as the job was made: never completed as stale (that
+      // would strand the run, its job id taken), but failed, so BullMQ retries it with the usual start.
+      if (
+        run?.executionStatus === "queued" &&
+        run.executionSeq === job.dispatchSeq &&
+        run.executionLease !== job.first.lease
+      ) {
+        return new Error("the run is queued for this job but not as the job was made; retrying its start");
+      }
+      // Exactly as made, yet not taken: it moved on (a cancel, a redelivery's start) while the take
+      // waited for its lock.
+      if (run?.executionStatus === "queued")
+        return new ExecutionAbortedError("execution moved on before it started");
+      return notThisClaims(row && (run as StepWriteRow));
+    },
+  };
+}
+
+/** A NewRun, inserted started on this process (registered as `workerId`), taken at `takenAt`. */
+export function insertTaking(run: NewRun, workerId: string | null, takenAt: Date): Taking {
+  const [, ...insertValues] = insertRootRun(run.projectId, run.request, run.id, run.createdAt).statement
+    .values;
+  const params = [workerId, takenAt, CONSUMER_NAME];
+  return {
+    alone: () => ({
+      name: "spool_insert_new",
+      text: INSERT_NEW,
+      values: [run.id, ...insertValues, ...params],
+    }),
+    withStep: (stepValues) => ({
+      name: "spool_insert_new_with_step",
+      text: INSERT_NEW_WITH_STEP,
+      values: [...stepValues, ...insertValues, ...params],
+    }),
+    // As its API would insert it: queued, under the first dispatch and lease.
+    before: { dispatchSeq: 0, lease: 0 },
+    whyNotTaken: (row) =>
+      row?.registered === false
+        ? notFound("workflow", run.request.workflowId)
+        : new ExecutionAbortedError("the run was inserted by its API before this process could"),
+  };
+}
+
 export interface DeferredJob {
   executionId: string;
   dispatchSeq: number;
@@ -117,19 +254,25 @@ type State =
   /** The run moved on before it was taken (ExecutionAbortedError), or the write failed. */
   | { kind: "lost"; error: unknown };
 
-/** One job's deferred start (see above). */
+/** One run's deferred start (see above): a job's, or a NewRun's insert. */
 export class DeferredStart {
   private state: State = { kind: "deferred" };
   private readonly timer: NodeJS.Timeout;
   private disposed = false;
 
+  private readonly executionId: string;
+  private readonly taking: Taking;
+
   constructor(
     private readonly deps: Pick<EngineDeps, "pool" | "metrics">,
-    private readonly job: DeferredJob,
+    /** A job's run (taken as startTaking does), or any run and how it is taken. */
+    run: DeferredJob | { executionId: string; taking: Taking },
     /** Called once, when the run is taken (by a step's write or on its own). */
     private readonly onStarted: (row: Execution) => void,
     deferMs = DEFERRED_START_MS,
   ) {
+    this.executionId = run.executionId;
+    this.taking = "taking" in run ? run.taking : startTaking(run);
     // A failure is kept in the state: the run's next write or settle sees it.
     this.timer = setTimeout(() => void this.started().catch(() => {}), deferMs);
     this.timer.unref();
@@ -139,15 +282,14 @@ export class DeferredStart {
   readonly saveStep = async (step: NewStepResult, maxBytes: number): Promise<JournalStep> => {
     for (;;) {
       const s = this.state;
-      if (s.kind === "started")
-        return storeStep(this.deps.pool, this.job.executionId, s.claim, step, maxBytes);
+      if (s.kind === "started") return storeStep(this.deps.pool, this.executionId, s.claim, step, maxBytes);
       if (s.kind === "lost") {
         // A completed result is kept for whoever runs the run now (first write wins; a retry of this
         // job adopts it when a write failed); this job stops.
         if (s.error instanceof ExecutionAbortedError)
-          return storeStep(this.deps.pool, this.job.executionId, this.asInserted(), step, maxBytes);
+          return storeStep(this.deps.pool, this.executionId, this.taking.before, step, maxBytes);
         if (step.status === "completed")
-          await storeStep(this.deps.pool, this.job.executionId, this.asInserted(), step, maxBytes).catch(
+          await storeStep(this.deps.pool, this.executionId, this.taking.before, step, maxBytes).catch(
             () => {},
           );
         throw s.error;
@@ -156,18 +298,20 @@ export class DeferredStart {
         await s.done.catch(() => {});
         continue;
       }
-      const values = stepWriteValues(this.job.executionId, step, maxBytes);
-      const writing = this.take<StepWriteRow>("spool_take_with_step", TAKE_WITH_STEP, values);
+      const writing = this.take(
+        this.taking.withStep(stepWriteValues(this.executionId, step, maxBytes)),
+      ) as Promise<StepWriteRow & TakeRow>;
       this.state = { kind: "writing", done: writing };
       const row = await writing;
-      return storedStep(this.deps.pool, this.job.executionId, step.stepKey, row);
+      return storedStep(this.deps.pool, this.executionId, step.stepKey, row);
     }
   };
 
   /**
    * The run as this job started it, its start written now if it was not yet. Throws
    * ExecutionAbortedError when the run moved on before it was taken (cancelled, timed out, started
-   * by a redelivery of the job), and the write's error when it failed (the job is retried).
+   * by a redelivery of the job, inserted by its API), and the write's error when it failed (the job
+   * is retried).
    */
   async started(): Promise<Execution> {
     for (;;) {
@@ -178,7 +322,7 @@ export class DeferredStart {
         await s.done.catch(() => {});
         continue;
       }
-      const writing = this.take<StepWriteRow>("spool_take_first", TAKE_FIRST, [this.job.executionId]);
+      const writing = this.take(this.taking.alone());
       this.state = { kind: "writing", done: writing };
       await writing.catch(() => {});
     }
@@ -190,39 +334,18 @@ export class DeferredStart {
     clearTimeout(this.timer);
   }
 
-  private asInserted(): Claim {
-    return { dispatchSeq: this.job.dispatchSeq, lease: this.job.first.lease };
-  }
-
-  /** Runs a taking statement (`values` are its leading params); the state ends started or lost. */
-  private async take<R extends Pick<StepWriteRow, "executionStatus" | "executionSeq" | "executionLease">>(
-    name: string,
-    text: string,
-    values: unknown[],
-  ): Promise<R> {
-    let row: (R & Record<string, unknown>) | undefined;
+  /** Runs a taking statement; the state ends started or lost. */
+  private async take(statement: NamedStatement): Promise<TakeRow> {
+    let row: TakeRow | undefined;
     try {
-      const { rows } = await this.deps.pool.query<R & Record<string, unknown>>({
-        name,
-        text,
-        values: [
-          ...values,
-          this.job.dispatchSeq,
-          this.job.first.lease,
-          this.job.workerId,
-          this.job.takenAt,
-          new Date(),
-          FIRST_START.from,
-        ],
-      });
-      row = rows[0];
+      row = (await this.deps.pool.query<TakeRow>(statement)).rows[0];
     } catch (error) {
       this.state = { kind: "lost", error };
       throw error;
     }
     const started = row && unprefixed<Execution>(row, STARTED);
     if (!row || !started?.id) {
-      const error = this.whyNotTaken(row);
+      const error = this.taking.whyNotTaken(row);
       this.state = { kind: "lost", error };
       throw error;
     }
@@ -231,25 +354,5 @@ export class DeferredStart {
     this.deps.metrics.runStarted(started);
     if (!this.disposed) this.onStarted(started);
     return row;
-  }
-
-  /** Why a take found nothing to take, from the run as the statement began (`row`). */
-  private whyNotTaken(
-    row: Pick<StepWriteRow, "executionStatus" | "executionSeq" | "executionLease"> | undefined,
-  ): Error {
-    // Still queued for this very job, yet not as the job was made: never completed as stale (that
-    // would strand the run, its job id taken), but failed, so BullMQ retries it with the usual start.
-    if (
-      row?.executionStatus === "queued" &&
-      row.executionSeq === this.job.dispatchSeq &&
-      row.executionLease !== this.job.first.lease
-    ) {
-      return new Error("the run is queued for this job but not as the job was made; retrying its start");
-    }
-    // Exactly as made, yet not taken: it moved on (a cancel, a redelivery's start) while the take
-    // waited for its lock.
-    if (row?.executionStatus === "queued")
-      return new ExecutionAbortedError("execution moved on before it started");
-    return notThisClaims(row);
   }
 }

@@ -23,7 +23,7 @@ import { type Blocked, type BlockedReason, blockedFilter, blockedRuns } from "./
 import { cancelExecution } from "./cancel-execution.js";
 import type { Claim } from "./claim.js";
 import { createExecutions, createRootRun, isPlainRootRun, type RunRequest } from "./create-executions.js";
-import { type DeferredJob, DeferredStart } from "./deferred-start.js";
+import { type DeferredJob, DeferredStart, type Taking } from "./deferred-start.js";
 import { completeExecution, failExecution, releaseExecution } from "./finish-execution.js";
 import { fireTimer } from "./fire-timer.js";
 import { handBackNotLoaded } from "./hand-back-not-loaded.js";
@@ -85,7 +85,23 @@ export interface RunsStartedWithoutJob {
   serves(projectId: string, workflowId: string): boolean;
   /** Inserts the run and starts it on a worker, or enqueues its job when no worker takes it now. */
   createAndStart(projectId: string, request: RunRequest, id: string): Promise<{ execution: Execution }>;
+  /**
+   * Sends the run to a worker that inserts it with its first step, for a caller that waits for its
+   * finish (in-cluster/direct-runs.ts); null when it cannot go that way (then createAndStart).
+   */
+  sendNew?(projectId: string, request: RunRequest, id: string, waitMs: number): Promise<SentNewRun | null>;
 }
+
+/** A new run sent to a worker before its insert. */
+export interface SentNewRun {
+  /** Resolves once the run is in Postgres (inserted by this process when its worker did not in time). */
+  inserted(): Promise<void>;
+  /** Its finish was seen (so it is in Postgres): no insert of its own is due any more. */
+  finished(): void;
+}
+
+/** What a wait answers for a run sent before its insert until it is read. */
+const NOT_READ = { status: "queued" } as ExecutionView;
 
 export class Executions {
   /**
@@ -137,12 +153,26 @@ export class Executions {
   ) {
     if (w.waitMs > 0 && !idempotencyKey && isPlainRootRun(request) && !waitedChildrenOf([request], false)) {
       const id = randomUUID();
-      const execution = await this.deps.watcher.wait(id, () => this.get(projectId, id), w.waitMs, {
+      const starter = this.starterFor(projectId, request);
+      // A run sent before its insert is read only once it is in.
+      let sent: SentNewRun | null = null;
+      const read = async () => {
+        await sent?.inserted();
+        return this.get(projectId, id);
+      };
+      let execution = await this.deps.watcher.wait(id, read, w.waitMs, {
         done: (e) => isWaitOver(e.status, w.until),
         fromAnnounced: this.announcedView(projectId),
-        first: async () => ({ ...(await this.createPlainRun(projectId, request, id)), suspendedData: null }),
+        first: async () => {
+          sent = (await starter?.sendNew?.(projectId, request, id, w.waitMs)) ?? null;
+          if (sent) return NOT_READ;
+          return { ...(await this.createPlainRun(projectId, request, id, starter)), suspendedData: null };
+        },
         signal: w.signal,
       });
+      if (execution === NOT_READ) execution = await read();
+      // Announced or read: it is in Postgres.
+      (sent as SentNewRun | null)?.finished();
       return { execution, replayed: false };
     }
     const { receipt, replayed } = await this.run(projectId, request, idempotencyKey);
@@ -176,13 +206,22 @@ export class Executions {
    * The hot path of a plain root run: one statement, then its job; or, for a workflow this process's
    * push dispatcher pushes, inserted and started on a push worker together, with no job.
    */
-  private async createPlainRun(projectId: string, request: RunRequest, id: string = randomUUID()) {
-    const starter = this.withoutJob.find((s) => s.serves(projectId, request.workflowId));
+  private async createPlainRun(
+    projectId: string,
+    request: RunRequest,
+    id: string = randomUUID(),
+    starter = this.starterFor(projectId, request),
+  ) {
     const { execution } = starter
       ? await starter.createAndStart(projectId, request, id)
       : await this.createAndEnqueue(projectId, request, id);
     this.deps.metrics.runsCreated([execution]);
     return execution;
+  }
+
+  /** Who starts a new plain root run without a job in this process, if anyone. */
+  private starterFor(projectId: string, request: RunRequest): RunsStartedWithoutJob | undefined {
+    return this.withoutJob.find((s) => s.serves(projectId, request.workflowId));
   }
 
   private async createAndEnqueue(projectId: string, request: RunRequest, id: string) {
@@ -325,8 +364,12 @@ export class Executions {
   }
 
   /** A new run's start, written with its first step (deferred-start.ts); `onStarted` once it is taken. */
-  deferStart(job: DeferredJob, onStarted: (row: Execution) => void, deferMs?: number) {
-    return new DeferredStart(this.deps, job, onStarted, deferMs);
+  deferStart(
+    run: DeferredJob | { executionId: string; taking: Taking },
+    onStarted: (row: Execution) => void,
+    deferMs?: number,
+  ) {
+    return new DeferredStart(this.deps, run, onStarted, deferMs);
   }
 
   /**

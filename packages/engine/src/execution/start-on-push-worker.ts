@@ -171,10 +171,12 @@ const INSERT_ROOT_RUN_IN_CLUSTER = `
      WHERE ${hasRoom("c.max_concurrent_executions", "c.running")}
        AND NOT ${laneHasLimit("$2::uuid", "(SELECT queue FROM r)")}),
   inserted AS (${insertRootRunFrom("r LEFT JOIN chosen s ON true", {
-    status: `CASE WHEN s.id IS NULL THEN 'queued' ELSE '${START.to}' END`,
-    columns: "worker_id, started_at, lease, push_holder",
-    values:
-      "s.id, CASE WHEN s.id IS NULL THEN NULL ELSE $16::timestamptz END, CASE WHEN s.id IS NULL THEN 0 ELSE 1 END, s.consumer_name",
+    start: {
+      status: `CASE WHEN s.id IS NULL THEN 'queued' ELSE '${START.to}' END`,
+      columns: "worker_id, started_at, lease, push_holder",
+      values:
+        "s.id, CASE WHEN s.id IS NULL THEN NULL ELSE $16::timestamptz END, CASE WHEN s.id IS NULL THEN 0 ELSE 1 END, s.consumer_name",
+    },
   })})
   SELECT inserted.*, ${workerFields("w", WORKER_PREFIX)}
     FROM inserted LEFT JOIN workers w ON w.id = inserted."workerId"`;

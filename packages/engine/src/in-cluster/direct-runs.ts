@@ -1,16 +1,24 @@
 import type { Execution, pg, Worker } from "@spool/db";
 import { Prisma } from "@spool/db";
-import type { Logger } from "@spool/shared";
+import { isSpoolError, type Logger } from "@spool/shared";
 import { CONSUMER_NAME } from "../dispatch/dispatcher.js";
 import type { Engine } from "../engine.js";
 import { claimOf } from "../execution/claim.js";
-import { type CreatedRootRun, type RunRequest, runDispatch } from "../execution/create-executions.js";
-import type { RunsStartedWithoutJob } from "../execution/executions.js";
+import {
+  type CreatedRootRun,
+  createRootRunIfAbsent,
+  DEFAULT_QUEUE,
+  type RunRequest,
+  runDispatch,
+} from "../execution/create-executions.js";
+import type { NewRun } from "../execution/deferred-start.js";
+import type { RunsStartedWithoutJob, SentNewRun } from "../execution/executions.js";
 import {
   CONSUMER_FRESH_MS,
   createRootRunsOnInClusterWorkers,
   unstartExecution,
 } from "../execution/start-on-push-worker.js";
+import { laneHasLimit } from "../execution/take-run.js";
 import { InRounds } from "../util/in-rounds.js";
 import { repeatEvery } from "../util/repeat.js";
 
@@ -20,6 +28,14 @@ import { repeatEvery } from "../util/repeat.js";
 // trips. What a job's lock gives is kept: a process that is gone (Redis no longer lists it) or
 // frozen (its lease in Redis lapsed) has its runs handed to jobs by the scheduler (OrphanedJobs),
 // and a live one hands over the runs named as its own that it does not hold.
+//
+// A new run whose caller waits for its finish (`POST …/run?wait=`) goes one step further: it is
+// published to a process before it is inserted (NewRun), and the process inserts it, started, with
+// its first step's write (execution/deferred-start.ts): one commit and one round trip less, on the
+// path a waiting caller sees. The API inserts it itself (ON CONFLICT: whoever is first) when it has
+// not finished within NEW_RUN_INSERT_BOUND_MS, when the caller's wait reads it, and when the API
+// stops; the process inserts it within DEFERRED_START_MS of taking it, so only a lost message or a
+// dead or frozen process leaves that to the API, whose insert queues it for its job.
 
 /** The Redis channel an in-cluster worker process takes its runs on. */
 export const directRunsChannel = (consumer: string) => `spool:runs:${consumer}`;
@@ -38,13 +54,54 @@ const DATE_FIELDS = [
 /** A started run as published to its worker process. */
 export const encodeStartedRun = (run: Execution): string => JSON.stringify(run);
 
-export function decodeStartedRun(message: string): Execution {
-  const row = JSON.parse(message) as Record<string, unknown>;
+export const decodeStartedRun = (message: string): Execution => startedRunOf(JSON.parse(message));
+
+function startedRunOf(row: Record<string, unknown>): Execution {
   for (const field of DATE_FIELDS) {
     const value = row[field];
     if (typeof value === "string") row[field] = new Date(value);
   }
   return row as unknown as Execution;
+}
+
+/** A new run as published to the worker process that is to insert it. */
+export const encodeNewRun = (run: NewRun): string => JSON.stringify({ newRun: run });
+
+/** What a process's run channel carries: a run started on it, or a new run for it to insert. */
+export type DirectRun = { kind: "started"; run: Execution } | { kind: "new"; run: NewRun };
+
+export function decodeDirectRun(message: string): DirectRun {
+  const parsed = JSON.parse(message) as Record<string, unknown>;
+  if (!("newRun" in parsed)) return { kind: "started", run: startedRunOf(parsed) };
+  const run = parsed.newRun as NewRun & { createdAt: string };
+  return { kind: "new", run: { ...run, createdAt: new Date(run.createdAt) } };
+}
+
+/**
+ * How long a new run sent before its insert may go unfinished before its API inserts it itself (a
+ * no-op when its process did; otherwise the process is gone, frozen or never got the message).
+ */
+export const NEW_RUN_INSERT_BOUND_MS = 1000;
+/** The most bytes of JSON input a new run sent before its insert carries (a larger one is inserted first). */
+const MAX_NEW_RUN_INPUT_BYTES = 4096;
+
+/**
+ * A run sent before its insert, inserted queued unless it is in Postgres already (inserted by the
+ * process it was sent to, or by its API), then its job enqueued. Throws not found when its workflow
+ * is no longer registered.
+ */
+export async function insertSentRun(engine: Pick<Engine, "pool" | "dispatcher">, run: NewRun): Promise<void> {
+  const created = await createRootRunIfAbsent(engine.pool, run.projectId, run.request, run.id, run.createdAt);
+  if (created) await engine.dispatcher.dispatch([created.dispatch]);
+}
+
+/** A new run sent to a process before its insert: the API's side (see SentNewRun). */
+interface Sent {
+  run: NewRun;
+  /** When the API may insert it itself (ms since the epoch): its process has had its chance. */
+  due: number;
+  timer: NodeJS.Timeout | undefined;
+  inserting: Promise<void> | undefined;
 }
 
 /** The most starts one round sends together (a group commit holds 32 statements, two per run). */
@@ -58,6 +115,15 @@ const MAX_STARTS_PER_ROUND = 16;
 export class InClusterSender implements RunsStartedWithoutJob {
   /** `<project> <workflow>` served by processes that take runs without jobs, as of the last refresh. */
   private served = new Set<string>();
+  /**
+   * Of those, the ones whose new runs may be sent before their insert (registered, their lane
+   * without a limit), with the processes that serve them and their lane.
+   */
+  private sendable = new Map<string, { consumers: string[]; lane: string }>();
+  /** Turns taken among a workflow's processes. */
+  private turn = 0;
+  /** New runs sent before their insert whose finish nobody has seen yet, by id. */
+  private readonly unconfirmed = new Map<string, Sent>();
   private stopping = false;
   private refreshing: { stop(): Promise<void> } | undefined;
   private readonly starts = new InRounds(
@@ -84,6 +150,8 @@ export class InClusterSender implements RunsStartedWithoutJob {
     this.stopping = true;
     this.engine.executions.removeStarterWithoutJob(this);
     await this.refreshing?.stop();
+    // Nothing this API sent may be lost with it: what no process confirmed is inserted when due.
+    await Promise.allSettled([...this.unconfirmed.values()].map((sent) => this.insertWhenDue(sent)));
   }
 
   serves(projectId: string, workflowId: string): boolean {
@@ -105,6 +173,101 @@ export class InClusterSender implements RunsStartedWithoutJob {
     this.engine.metrics.runStarted(started.execution);
     void this.send(started.execution, started.worker);
     return created;
+  }
+
+  /** The processes new runs of this workflow are sent to before their insert, as of the last refresh. */
+  sendsNewRunsTo(projectId: string, workflowId: string): readonly string[] {
+    return this.sendable.get(`${projectId} ${workflowId}`)?.consumers ?? [];
+  }
+
+  /**
+   * Publishes a new run to a process that serves its workflow, to insert it with its first step (see
+   * above). Null when it cannot go that way (not sent, or nobody got it): the caller inserts it.
+   */
+  async sendNew(
+    projectId: string,
+    request: RunRequest,
+    id: string,
+    waitMs: number,
+  ): Promise<SentNewRun | null> {
+    const to = this.sendable.get(`${projectId} ${request.workflowId}`);
+    // A caller that waits less than the bound is answered with the row before then: inserted first.
+    if (this.stopping || !to || request.deploymentId || waitMs < NEW_RUN_INSERT_BOUND_MS) return null;
+    // Postgres refuses a \u0000 in jsonb: such an input is inserted first, so the insert refuses it.
+    const input = JSON.stringify(request.input ?? {});
+    if (Buffer.byteLength(input) > MAX_NEW_RUN_INPUT_BYTES || input.includes("\\u0000")) return null;
+    const consumer = to.consumers[this.turn++ % to.consumers.length]!;
+    const run: NewRun = { id, projectId, request, queueName: to.lane, createdAt: new Date() };
+    let received = 0;
+    try {
+      received = await this.engine.dispatcher.publish(directRunsChannel(consumer), encodeNewRun(run));
+    } catch (err) {
+      // Had it been received after all, whichever insert is second finds the row there.
+      this.o.logger.warn({ err: String(err), execution_id: id }, "publishing a new run failed");
+    }
+    if (received === 0) return null;
+    this.engine.metrics.runsCreated([
+      { projectId, workflowId: request.workflowId, queueName: run.queueName },
+    ]);
+    const sent: Sent = {
+      run,
+      due: Date.now() + NEW_RUN_INSERT_BOUND_MS,
+      timer: undefined,
+      inserting: undefined,
+    };
+    this.unconfirmed.set(id, sent);
+    this.insertLater(sent);
+    return {
+      inserted: () => this.insertWhenDue(sent),
+      finished: () => this.confirmed(sent),
+    };
+  }
+
+  /** The API's own insert of a sent run, when due (again a bound later while it fails). */
+  private insertLater(sent: Sent): void {
+    sent.timer = setTimeout(
+      () => {
+        this.insert(sent).catch((err: unknown) => {
+          this.o.logger.warn({ err: String(err), execution_id: sent.run.id }, "inserting a sent run failed");
+          if (!this.stopping && this.unconfirmed.has(sent.run.id)) this.insertLater(sent);
+        });
+      },
+      Math.max(0, sent.due - Date.now()),
+    );
+    sent.timer.unref();
+  }
+
+  /**
+   * The run is in Postgres once this resolves: inserted by its process or, when due, by this API.
+   * Never sooner: the process may be about to insert it, its first step run, and an insert of the
+   * API's would make its job run that step again.
+   */
+  private async insertWhenDue(sent: Sent): Promise<void> {
+    const early = sent.due - Date.now();
+    if (early > 0 && this.unconfirmed.has(sent.run.id)) await new Promise((r) => setTimeout(r, early));
+    await this.insert(sent);
+  }
+
+  /**
+   * Inserts a sent run unless its process did (then enqueues its job): once it succeeded, the run is
+   * in Postgres either way. Throws not found when its workflow is no longer registered.
+   */
+  private insert(sent: Sent): Promise<void> {
+    sent.inserting ??= (async () => {
+      await insertSentRun(this.engine, sent.run);
+      this.confirmed(sent);
+    })().catch((err: unknown) => {
+      sent.inserting = undefined;
+      if (isSpoolError(err) && err.type === "NOT_FOUND") this.confirmed(sent);
+      throw err;
+    });
+    return sent.inserting;
+  }
+
+  /** The run is in Postgres: no insert of its own is due. */
+  private confirmed(sent: Sent): void {
+    clearTimeout(sent.timer);
+    this.unconfirmed.delete(sent.run.id);
   }
 
   /** Publishes a started run to its process; if nobody got it, gives it back to its job. */
@@ -131,16 +294,33 @@ export class InClusterSender implements RunsStartedWithoutJob {
 
   /** The workflows in-cluster worker processes that take runs without jobs serve now. */
   async refresh(): Promise<void> {
-    // Purpose: see above (inClusterWorkerFor's filter). Locks: none. Result: (project, workflow) pairs.
-    const rows = await this.engine.prisma.$queryRaw<{ projectId: string; workflowId: string }[]>(Prisma.sql`
-      SELECT DISTINCT w.project_id AS "projectId", f.workflow_id AS "workflowId"
-        FROM workers w,
-             jsonb_array_elements_text(CASE WHEN jsonb_typeof(w.capabilities -> 'workflow_ids') = 'array'
-                                            THEN w.capabilities -> 'workflow_ids' ELSE '[]'::jsonb END)
-               AS f(workflow_id)
-       WHERE w.mode = 'queue' AND w.status = 'online' AND w.consumer_name IS NOT NULL
-         AND w.consumer_seen_at > now() - ${CONSUMER_FRESH_MS} * interval '1 millisecond'`);
+    // Purpose: see above (inClusterWorkerFor's filter), with each workflow's lane (its latest
+    // registration's; none when unregistered) and whether that lane has a limit. Locks: none. Result:
+    // (project, workflow, process) rows.
+    const rows = await this.engine.prisma.$queryRaw<
+      { projectId: string; workflowId: string; consumer: string; lane: string | null; limited: boolean }[]
+    >(Prisma.sql`
+      SELECT s.*, ${Prisma.raw(laneHasLimit('s."projectId"', "s.lane"))} AS limited FROM (
+        SELECT DISTINCT w.project_id AS "projectId", f.workflow_id AS "workflowId", w.consumer_name AS consumer,
+               (SELECT COALESCE(g.queue_name, ${DEFAULT_QUEUE}) FROM workflow_registrations g
+                 WHERE g.project_id = w.project_id AND g.workflow_id = f.workflow_id AND g.archived_at IS NULL
+                 ORDER BY g.updated_at DESC LIMIT 1) AS lane
+          FROM workers w,
+               jsonb_array_elements_text(CASE WHEN jsonb_typeof(w.capabilities -> 'workflow_ids') = 'array'
+                                              THEN w.capabilities -> 'workflow_ids' ELSE '[]'::jsonb END)
+                 AS f(workflow_id)
+         WHERE w.mode = 'queue' AND w.status = 'online' AND w.consumer_name IS NOT NULL
+           AND w.consumer_seen_at > now() - ${CONSUMER_FRESH_MS} * interval '1 millisecond') s`);
     this.served = new Set(rows.map((r) => `${r.projectId} ${r.workflowId}`));
+    const sendable = new Map<string, { consumers: string[]; lane: string }>();
+    for (const r of rows) {
+      if (r.lane === null || r.limited) continue;
+      const key = `${r.projectId} ${r.workflowId}`;
+      const to = sendable.get(key) ?? { consumers: [], lane: r.lane };
+      to.consumers.push(r.consumer);
+      sendable.set(key, to);
+    }
+    this.sendable = sendable;
   }
 }
 

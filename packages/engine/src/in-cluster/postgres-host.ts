@@ -4,13 +4,20 @@ import { createRunStream } from "../agents/run-stream.js";
 import type { JobData } from "../dispatch/dispatcher.js";
 import type { Engine } from "../engine.js";
 import { type Claim, claimOf } from "../execution/claim.js";
-import { type DeferredStart, type Delivery, mayDefer } from "../execution/deferred-start.js";
+import {
+  type DeferredStart,
+  type Delivery,
+  insertTaking,
+  mayDefer,
+  type NewRun,
+} from "../execution/deferred-start.js";
 import type { JournalRows } from "../execution/journal-store.js";
 import type { RunHost } from "../runner/run-host.js";
 import { ExecutionAbortedError } from "../runtime/journal.js";
 import { maxResultBytes } from "../runtime/result-size.js";
 import { showRunningAfterDelay } from "../traces/running-span.js";
 import { createSpanWriter } from "../traces/span-writer.js";
+import { inJsonbOrder } from "../util/jsonb-order.js";
 
 /** How long a held run is watched per round before its holder is checked again. */
 const HELD_RECHECK_MS = 30_000;
@@ -38,6 +45,8 @@ export function createPostgresHost(
      * has no steps yet, and the job names its current dispatch.
      */
     started?: Execution;
+    /** A new run an API sent to this process before inserting it: inserted with its first step. */
+    newRun?: NewRun;
   },
 ): RunHost {
   let execution: Execution | undefined;
@@ -140,6 +149,29 @@ export function createPostgresHost(
             queueName: first.queueName,
             parentExecutionId: null,
             rootExecutionId: job.executionId,
+          },
+        };
+      }
+      if (options.newRun) {
+        const run = options.newRun;
+        deferred = engine.executions.deferStart(
+          { executionId: run.id, taking: insertTaking(run, options.workerId(), new Date()) },
+          began,
+          options.deferStartMs,
+        );
+        loaded = { steps: [], waits: [] };
+        fresh = true;
+        observe({ projectId: run.projectId, workflowId: run.request.workflowId, rootExecutionId: run.id });
+        return {
+          // As a replay will read it back from Postgres.
+          input: inJsonbOrder(run.request.input ?? {}),
+          execution: {
+            id: run.id,
+            workflowId: run.request.workflowId,
+            attempt: 1,
+            queueName: run.queueName,
+            parentExecutionId: null,
+            rootExecutionId: run.id,
           },
         };
       }

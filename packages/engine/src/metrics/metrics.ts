@@ -7,7 +7,7 @@ import { Counter, Histogram, type Registry } from "prom-client";
  * worker the runs it took from their jobs and finished): Prometheus adds up the processes it scrapes.
  */
 export interface EngineMetrics {
-  runsCreated(runs: readonly Execution[]): void;
+  runsCreated(runs: readonly Pick<Execution, "projectId" | "workflowId" | "queueName">[]): void;
   /**
    * Every start, told by the process whose statement made it; the first one (lease 1) also measures
    * the queue wait. So each run's wait is counted once, even when its first start never ran (a push
@@ -30,7 +30,11 @@ export const NO_METRICS: EngineMetrics = {
 };
 
 const RUN_LABELS = ["project", "workflow", "queue"] as const;
-const labelsOf = (e: Execution) => ({ project: e.projectId, workflow: e.workflowId, queue: e.queueName });
+const labelsOf = (e: Pick<Execution, "projectId" | "workflowId" | "queueName">) => ({
+  project: e.projectId,
+  workflow: e.workflowId,
+  queue: e.queueName,
+});
 const seconds = (from: Date, to: Date) => Math.max(0, (to.getTime() - from.getTime()) / 1000);
 
 /** Buckets from a few milliseconds (a step, a pickup) to an hour (a long run). */

@@ -2,14 +2,18 @@
 // what that must not change: the run is taken only as its job was made, a redelivered job's start
 // fences the first worker, a cancel still stops the run, nothing of a run that moved on is lost, and
 // only what the API vouched for (a lane without a limit, a small input) is deferred.
+import { randomUUID } from "node:crypto";
 import { createLogger, WORKFLOW_BRAND, type WorkflowContext, type WorkflowDefinition } from "@spool/shared";
 import { describe, expect, it } from "vitest";
-import { type JobData, runJobId } from "../../src/dispatch/dispatcher.js";
-import { DeferredStart } from "../../src/execution/deferred-start.js";
+import { CONSUMER_NAME, type JobData, runJobId } from "../../src/dispatch/dispatcher.js";
+import { createRootRunIfAbsent } from "../../src/execution/create-executions.js";
+import { DeferredStart, insertTaking, type NewRun } from "../../src/execution/deferred-start.js";
+import { insertSentRun } from "../../src/in-cluster/direct-runs.js";
 import { createPostgresHost } from "../../src/in-cluster/postgres-host.js";
 import { NO_METRICS } from "../../src/metrics/metrics.js";
 import { processRun } from "../../src/runner/process-run.js";
 import { ExecutionAbortedError } from "../../src/runtime/journal.js";
+import { inJsonbOrder } from "../../src/util/jsonb-order.js";
 import { createTestEngine, startedRun } from "../engine-fixture.js";
 
 type Env = Awaited<ReturnType<typeof createTestEngine>>;
@@ -293,6 +297,122 @@ describe("a new run's start, written with its first step", () => {
       );
       expect(await processRun({ host, workflows: new Map([["wf", wf]]), logger })).toBe("completed");
       expect(statusInStep).toBe("running");
+    }
+  });
+});
+
+describe("a new run sent to a worker before its insert, inserted with its first step", () => {
+  const sentRun = (env: Env, input: unknown = { n: 1 }): NewRun => ({
+    id: randomUUID(),
+    projectId: env.projectId,
+    request: { workflowId: "wf", input },
+    queueName: "default",
+    createdAt: new Date(Date.now() - 5),
+  });
+  const inserting = (env: Env, run: NewRun, deferMs = NEVER) => {
+    const started: string[] = [];
+    const start = new DeferredStart(
+      { pool: env.engine.pool, metrics: NO_METRICS },
+      { executionId: run.id, taking: insertTaking(run, null, new Date()) },
+      (row) => started.push(`${row.status}/${row.lease}`),
+      deferMs,
+    );
+    return { start, started };
+  };
+  const rowIfAny = (env: Env, id: string) => env.prisma.execution.findUnique({ where: { id } });
+
+  it("is not in Postgres until its first step's write, which inserts it running on this process", async () => {
+    const env = await createTestEngine();
+    const run = sentRun(env, { n: 4 });
+    const { start, started } = inserting(env, run);
+    expect(await rowIfAny(env, run.id)).toBeNull();
+
+    expect((await start.saveStep(step("a", 1, "A"), 1_000_000)).output).toBe("A");
+    const row = await rowOf(env, run.id);
+    expect([row.status, row.lease, row.dispatchSeq, row.pushHolder]).toEqual([
+      "running",
+      1,
+      0,
+      CONSUMER_NAME,
+    ]);
+    expect([row.workflowId, row.queueName, row.input, row.rootExecutionId]).toEqual([
+      "wf",
+      "default",
+      { n: 4 },
+      run.id,
+    ]);
+    expect(row.createdAt).toEqual(run.createdAt);
+    expect(started).toEqual(["running/1"]);
+    await start.saveStep(step("b", 2, "B"), 1_000_000);
+    expect(await stepsOf(env, run.id)).toEqual([
+      ["a", "completed", "A"],
+      ["b", "completed", "B"],
+    ]);
+    // Its API's own insert, later, finds it there: nothing inserted, no job.
+    expect(
+      await createRootRunIfAbsent(env.engine.pool, env.projectId, run.request, run.id, new Date()),
+    ).toBeNull();
+    expect(
+      await env.engine.dispatcher.queue(env.projectId, "default").getJob(runJobId(run.id, 0)),
+    ).toBeUndefined();
+    start.dispose();
+  });
+
+  it("a first step still going after a moment: the run is inserted on its own", async () => {
+    const env = await createTestEngine();
+    const run = sentRun(env);
+    const { start, started } = inserting(env, run, 10);
+    await expect.poll(async () => (await rowIfAny(env, run.id))?.status).toBe("running");
+    expect(started).toEqual(["running/1"]);
+    await start.saveStep(step("a", 1, "A"), 1_000_000);
+    expect(await stepsOf(env, run.id)).toEqual([["a", "completed", "A"]]);
+    start.dispose();
+  });
+
+  it("inserted by its API first (it heard nothing in time): the process keeps its finished step for the job and stops", async () => {
+    const env = await createTestEngine();
+    const run = sentRun(env);
+    const { start, started } = inserting(env, run);
+    await insertSentRun(env.engine, run);
+    expect((await rowOf(env, run.id)).status).toBe("queued");
+
+    await expect(start.saveStep(step("a", 1, "paid for"), 1_000_000)).rejects.toThrow(ExecutionAbortedError);
+    await expect(start.started()).rejects.toThrow(ExecutionAbortedError);
+    expect(started).toEqual([]);
+    const row = await rowOf(env, run.id);
+    expect([row.status, row.lease, row.pushHolder]).toEqual(["queued", 0, null]);
+    // Its job starts it as usual and adopts the step instead of running it again.
+    expect(
+      await env.engine.dispatcher.queue(env.projectId, "default").getJob(runJobId(run.id, 0)),
+    ).toBeDefined();
+    const retry = await startedRun(env.engine, run.id, 0);
+    const journal = await env.engine.executions.journal(run.id, { dispatchSeq: 0, lease: retry!.lease });
+    expect(journal.steps.get("a")?.output).toBe("paid for");
+  });
+
+  it("a workflow no longer registered: neither the process nor its API inserts it, and the API's says not found", async () => {
+    const env = await createTestEngine();
+    const run = { ...sentRun(env), request: { workflowId: "gone", input: {} } };
+    const { start } = inserting(env, run);
+    await expect(start.started()).rejects.toThrow(/workflow 'gone' not found/);
+    await expect(insertSentRun(env.engine, run)).rejects.toThrow(/workflow 'gone' not found/);
+    expect(await rowIfAny(env, run.id)).toBeNull();
+  });
+
+  it("the input the process is handed has its keys in the order a replay reads them back from Postgres", async () => {
+    const env = await createTestEngine();
+    // As JSON texts: a request's body is parsed (a "__proto__" key is then an own key, as in jsonb).
+    const inputs = [
+      '{"bb":1,"a":2,"ccc":{"zz":[{"y":1,"x":2}],"b":null},"é":1,"e":2,"10":1,"9":2,"__proto__":{"p":1}}',
+      '[{"b":1,"a":1},"s",1.5,true]',
+      '{"":1," ":2,"😀":3,"\uffff":4,"ab":5,"b":6}',
+    ];
+    for (const text of inputs) {
+      const { rows } = await env.engine.pool.query<{ back: string }>("SELECT $1::jsonb::text AS back", [
+        text,
+      ]);
+      const parsed = JSON.parse(text);
+      expect(JSON.stringify(inJsonbOrder(parsed))).toBe(JSON.stringify(JSON.parse(rows[0]!.back)));
     }
   });
 });
