@@ -181,6 +181,41 @@ const INSERT_ROOT_RUN_IN_CLUSTER = `
   SELECT inserted.*, ${workerFields("w", WORKER_PREFIX)}
     FROM inserted LEFT JOIN workers w ON w.id = inserted."workerId"`;
 
+// Purpose: a new root run, inserted already running on the least loaded online push worker of its
+// workflow that has room (locked as START_QUEUED_ON_PUSH_WORKER locks it, SKIP LOCKED, and counted
+// as it counts, the starts since the statement's snapshot included), held by `pushHolder`; what
+// inserting it queued and then starting it would leave, in one statement. Inserted queued when no
+// unlocked worker has room or its lane has a limit. Params: INSERT_ROOT_RUN's, push holder. Locks:
+// the worker's row. Result: as INSERT_ROOT_RUN_IN_CLUSTER's.
+const INSERT_ROOT_RUN_ON_PUSH_WORKER = `
+  WITH r AS (${ROOT_RUN_REGISTRATION}),
+  chosen AS (
+    SELECT ${workerFields("w", WORKER_PREFIX)} FROM workers w, r
+     WHERE ${pushWorkerFor("$2::uuid", "r.workflow_id")}
+     FOR UPDATE OF w SKIP LOCKED),
+  room AS (
+    SELECT c.* FROM chosen c
+     WHERE ${hasRoom(
+       `c."${WORKER_PREFIX}maxConcurrentExecutions"`,
+       `${runningOn(`c."${WORKER_PREFIX}id"`)} + ${startsSinceSnapshot(`c."${WORKER_PREFIX}id"`, `c."${WORKER_PREFIX}pushStarts"`)}`,
+     )}
+       AND NOT ${laneHasLimit("$2::uuid", "(SELECT queue FROM r)")}),
+  inserted AS (${insertRootRunFrom("r LEFT JOIN room s ON true", {
+    start: {
+      status: `CASE WHEN s."${WORKER_PREFIX}id" IS NULL THEN 'queued' ELSE '${START.to}' END`,
+      columns: "worker_id, started_at, lease, push_holder",
+      values: `s."${WORKER_PREFIX}id",
+               CASE WHEN s."${WORKER_PREFIX}id" IS NULL THEN NULL ELSE $16::timestamptz END,
+               CASE WHEN s."${WORKER_PREFIX}id" IS NULL THEN 0 ELSE 1 END,
+               CASE WHEN s."${WORKER_PREFIX}id" IS NULL THEN NULL ELSE $17::text END`,
+    },
+  })}),
+  counted AS (${countStartOn(
+    `(SELECT "${WORKER_PREFIX}id" FROM room)`,
+    `EXISTS (SELECT 1 FROM inserted WHERE inserted.status = '${START.to}')`,
+  )})
+  SELECT inserted.*, room.* FROM inserted LEFT JOIN room ON true`;
+
 export type StartedOnPushWorker = { execution: Execution; worker: Worker; journal: JournalRows };
 type StartedRow = Execution & { journalSteps: JournalRows["steps"]; journalWaits: RawWait[] };
 
@@ -222,20 +257,21 @@ export interface RootRunToPush {
 }
 
 /**
- * New root runs, each inserted and started on the least loaded push worker with room by the same
- * group commit (one transaction, one round trip): the start statement that follows each insert
- * sees it, and, as in startQueuedOnPushWorkers, each start counts those before it. `started` is
- * null when the run stays queued (no unlocked push worker with room, a limited lane, or the start
- * failed): its job must then be enqueued. An insert that fails fails its run.
+ * New root runs, each inserted already started on the least loaded push worker with room
+ * (INSERT_ROOT_RUN_ON_PUSH_WORKER), held by the process `pushHolder` names, in one group commit (one
+ * transaction, one round trip): as in startQueuedOnPushWorkers, each start counts those before it.
+ * `started` is null when the run stays queued (no unlocked push worker with room, a limited lane):
+ * its job must then be enqueued. An insert that fails fails its run.
  */
 export function createRootRunsOnPushWorkers(
   pool: pg.Pool,
   runs: RootRunToPush[],
 ): Promise<{ created: CreatedRootRun; started: StartedOnPushWorker | null }>[] {
-  const now = new Date();
-  // A new run's dispatch sequence is the column's default.
-  return insertAndStart(pool, runs, now, (r) =>
-    startStatement({ executionId: r.id, dispatchSeq: 0 }, now, false, r.pushHolder),
+  return insertRootRunsStarted(
+    pool,
+    runs,
+    { name: "spool_insert_root_run_on_push_worker", text: INSERT_ROOT_RUN_ON_PUSH_WORKER },
+    (r) => [r.pushHolder],
   );
 }
 
@@ -248,45 +284,37 @@ export function createRootRunsOnInClusterWorkers(
   pool: pg.Pool,
   runs: { projectId: string; request: RunRequest; id: string }[],
 ): Promise<{ created: CreatedRootRun; started: StartedOnPushWorker | null }>[] {
+  return insertRootRunsStarted(
+    pool,
+    runs,
+    { name: "spool_insert_root_run_in_cluster", text: INSERT_ROOT_RUN_IN_CLUSTER },
+    () => [],
+  );
+}
+
+/**
+ * Runs inserted by `statement` (INSERT_ROOT_RUN's params, then `more`'s), in one group commit; each
+ * started on the worker its row returns (WORKER_PREFIX), or queued.
+ */
+function insertRootRunsStarted<R extends { projectId: string; request: RunRequest; id: string }>(
+  pool: pg.Pool,
+  runs: R[],
+  statement: { name: string; text: string },
+  more: (run: R) => unknown[],
+): Promise<{ created: CreatedRootRun; started: StartedOnPushWorker | null }>[] {
   const now = new Date();
   const inserts = runs.map((r) => insertRootRun(r.projectId, r.request, r.id, now));
   const results = queryTogether(
     pool,
-    inserts.map(({ statement }) => ({
-      name: "spool_insert_root_run_in_cluster",
-      text: INSERT_ROOT_RUN_IN_CLUSTER,
-      values: statement.values,
-    })),
+    inserts.map((insert, i) => ({ ...statement, values: [...insert.statement.values, ...more(runs[i]!)] })),
   );
   return results.map(async (result, i) => {
     const row = (await result).rows[0] as (InsertedRootRun & Record<string, unknown>) | undefined;
     // The worker's columns (null when the run was not started) are not the run's.
     const worker = row && unprefixed<Worker>(row, WORKER_PREFIX);
     const created = inserts[i]!.created(row);
-    if (!worker || created.execution.status !== START.to) return { created, started: null };
+    if (!worker?.id || created.execution.status !== START.to) return { created, started: null };
     return { created, started: { execution: created.execution, worker, journal: { steps: [], waits: [] } } };
-  });
-}
-
-/** Each run's insert followed by its start, as one group commit (see createRootRunsOnPushWorkers). */
-function insertAndStart<R extends { projectId: string; request: RunRequest; id: string }>(
-  pool: pg.Pool,
-  runs: R[],
-  now: Date,
-  start: (run: R) => { name: string; text: string; values: unknown[] },
-): Promise<{ created: CreatedRootRun; started: StartedOnPushWorker | null }>[] {
-  const inserts = runs.map((r) => insertRootRun(r.projectId, r.request, r.id, now));
-  const results = queryTogether(
-    pool,
-    runs.flatMap((r, i) => [inserts[i]!.statement, start(r)]),
-  );
-  return runs.map(async (_, i) => {
-    const started = results[i * 2 + 1]!.then(
-      (result) => startedFrom(result.rows[0]),
-      () => null,
-    );
-    const created = inserts[i]!.created((await results[i * 2]!).rows[0]);
-    return { created, started: await started };
   });
 }
 
