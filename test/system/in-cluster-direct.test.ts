@@ -207,9 +207,9 @@ describe("runs started on in-cluster workers without jobs (real worker and sched
     }
   });
 
-  it("a sent run its process never inserts (the message lost) is inserted by its API after a moment, and its job runs it", async () => {
+  it("a sent run its process never inserts (the message lost) is inserted held by that process, then handed to its job", async () => {
     // A worker that takes runs only through its queue, and a process named on its row whose channel
-    // swallows what it is sent.
+    // swallows what it is sent (and which Redis does not list as a client).
     const worker = await sys.startWorker({ SPOOL_WORKER_DIRECT_RUNS: "false" });
     const ghost = await listen("spool:runs:ghost");
     await sys.db.query(
@@ -218,11 +218,20 @@ describe("runs started on in-cluster workers without jobs (real worker and sched
     );
     try {
       await sendsNewRunsTo("three-steps", ["ghost"]);
-      const done = await sys.client.runAndWait("three-steps", { n: 2 });
-      expect(done).toMatchObject({ status: "completed", result: { a: 3, b: 6, c: "n=2 -> 6" } });
-      expect(ghost.newRunIds()).toEqual([done.execution_id]);
-      expect(await jobState(done.execution_id)).not.toBe("unknown");
-      expect((await row(done.execution_id)).push_holder).toBeNull();
+      const answer = sys.client.runAndWait("three-steps", { n: 2 }, { waitSeconds: 60 });
+      const id = await eventually(async () => ghost.newRunIds()[0]);
+      // A second after the send, its API inserts it as the process would have: running, held by it.
+      await eventually(async () => ((await row(id))?.push_holder === "ghost" ? true : undefined));
+      // The process is missing from Redis's clients: the scheduler hands the run to its job.
+      const done = await answer;
+      expect(done).toMatchObject({
+        execution_id: id,
+        status: "completed",
+        result: { a: 3, b: 6, c: "n=2 -> 6" },
+      });
+      expect(ghost.newRunIds()).toEqual([id]);
+      expect(await jobState(id)).not.toBe("unknown");
+      expect((await row(id)).push_holder).toBeNull();
     } finally {
       await sys.db.query("UPDATE workers SET consumer_name = NULL, consumer_seen_at = NULL WHERE id = $1", [
         worker.workerId,

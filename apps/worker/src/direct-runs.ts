@@ -136,8 +136,8 @@ export class DirectRuns {
       return;
     }
     const run = sent.run;
-    if (!this.o.workflows.has(run.request.workflowId) || !this.hasRoom()) {
-      // Not for this process after all: inserted queued (unless its API was first), for its job.
+    if (!this.o.workflows.has(run.request.workflowId) || !this.hasRoom() || !this.o.workerId()) {
+      // Not for this process after all: inserted queued (unless it is in Postgres already), for its job.
       void insertSentRun(this.o.engine, run).catch((err: unknown) =>
         this.o.logger.warn({ err: String(err), execution_id: run.id }, "inserting a sent run failed"),
       );
@@ -175,12 +175,13 @@ export class DirectRuns {
       inFlight: this.o.inFlight,
     }).catch(async (err: unknown) => {
       // What a job's retry would do: the job of the run's dispatch starts it again under a new
-      // lease (or finds it moved on, or not there: then its API inserts it), here or on another worker.
+      // lease (or finds it moved on), here or on another worker; a new run not inserted yet is first.
       this.o.logger.warn(
         { err: String(err), execution_id: id },
         "run failed to run here; its job takes over",
       );
-      await this.o.engine.dispatcher.dispatch([job]);
+      if ("newRun" in sent) await insertSentRun(this.o.engine, sent.newRun);
+      else await this.o.engine.dispatcher.dispatch([job]);
     });
     this.running.add(running);
     void running.finally(() => {

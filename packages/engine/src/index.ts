@@ -20,7 +20,6 @@ export {
   directRunsChannel,
   InClusterSender,
   insertSentRun,
-  NEW_RUN_INSERT_BOUND_MS,
   withdrawConsumer,
 } from "./in-cluster/direct-runs.js";
 export { createPostgresHost } from "./in-cluster/postgres-host.js";

@@ -141,15 +141,15 @@ export const ROOT_RUN_REGISTRATION = rootRunRegistration();
 /**
  * The insert of a new root run from `from`, which names its registration `r` (rootRunRegistration),
  * queued; or, with `start`, as that status, with those columns set too (the run started as inserted).
- * `ifAbsent`: nothing is inserted when a row with its id exists. Params (named by `p`) and result:
- * as INSERT_ROOT_RUN's, unless `returning` says what to return.
+ * `onConflict`: what a row with its id already there does (an ON CONFLICT (id) clause). Params (named
+ * by `p`) and result: as INSERT_ROOT_RUN's, unless `returning` says what to return.
  */
 export const insertRootRunFrom = (
   from: string,
   o: {
     start?: { status: string; columns: string; values: string };
     p?: RootRunParam;
-    ifAbsent?: boolean;
+    onConflict?: string;
     returning?: string;
   } = {},
 ) => {
@@ -162,7 +162,7 @@ export const insertRootRunFrom = (
   SELECT ${p(1)}::uuid, ${p(2)}::uuid, r.workflow_id, r.workflow_type, r.deployment_id, r.queue, r.queue,
          ${start?.status ?? "'queued'"}, ${p(5)}::jsonb, ${p(6)}, ${p(1)}::uuid, ${p(7)}, ${p(8)}, ${p(9)}, ${p(10)},
          ${p(11)}::jsonb, ${p(12)}, ${p(13)}, ${p(14)}, ${p(15)}::jsonb, ${p(16)}, ${p(16)}${start ? `, ${start.values}` : ""}
-    FROM ${from}${o.ifAbsent ? "\n  ON CONFLICT (id) DO NOTHING" : ""}
+    FROM ${from}${o.onConflict ? `\n  ${o.onConflict}` : ""}
   RETURNING ${
     o.returning ??
     `${EXECUTION_FIELDS},
@@ -178,7 +178,9 @@ export const insertRootRunFrom = (
 const INSERT_ROOT_RUN = insertRootRunFrom(`(${ROOT_RUN_REGISTRATION}) r`);
 // Purpose: INSERT_ROOT_RUN's, unless a row with the id exists (inserted by another process meanwhile:
 // the statement then waits for its commit and inserts nothing). Params, locks, result: as INSERT_ROOT_RUN's.
-const INSERT_ROOT_RUN_IF_ABSENT = insertRootRunFrom(`(${ROOT_RUN_REGISTRATION}) r`, { ifAbsent: true });
+const INSERT_ROOT_RUN_IF_ABSENT = insertRootRunFrom(`(${ROOT_RUN_REGISTRATION}) r`, {
+  onConflict: "ON CONFLICT (id) DO NOTHING",
+});
 
 /** The most bytes of JSON input a run's first job carries (FirstRun); a larger one is read at start. */
 const MAX_FIRST_JOB_INPUT_BYTES = 4096;
@@ -224,9 +226,14 @@ export async function createRootRunIfAbsent(
   if (rows[0]) return insert.created(rows[0]);
   // Nothing inserted: the row was there (the insert waited for its commit, so this read sees it), or
   // the workflow is not registered.
-  const there = await pool.query({ name: "spool_execution_exists", text: EXECUTION_EXISTS, values: [id] });
-  if (there.rows.length > 0) return null;
+  if (await executionExists(pool, id)) return null;
   return insert.created(undefined);
+}
+
+/** Whether a run with this id is in Postgres. */
+export async function executionExists(pool: pg.Pool, id: string): Promise<boolean> {
+  const { rows } = await pool.query({ name: "spool_execution_exists", text: EXECUTION_EXISTS, values: [id] });
+  return rows.length > 0;
 }
 const EXECUTION_EXISTS = "SELECT 1 FROM executions WHERE id = $1::uuid";
 

@@ -1,4 +1,4 @@
-import type { Execution, NamedStatement } from "@spool/db";
+import type { Execution, NamedStatement, pg } from "@spool/db";
 import { notFound } from "@spool/shared";
 import type { EngineDeps } from "../deps.js";
 import { CONSUMER_NAME, type FirstRun } from "../dispatch/dispatcher.js";
@@ -6,6 +6,7 @@ import { ExecutionAbortedError, type JournalStep, type NewStepResult } from "../
 import { executionFields, unprefixed } from "../sql/rows.js";
 import { type Claim, claimOf } from "./claim.js";
 import {
+  executionExists,
   insertRootRun,
   insertRootRunFrom,
   type RootRunParam,
@@ -49,11 +50,14 @@ import { rawTransition } from "./transition.js";
  *
  * A new run an API sends to an in-cluster worker process before inserting it (NewRun, for a caller
  * that waits for its finish: in-cluster/direct-runs.ts) goes one step further the same way: its first
- * step's write also inserts it, already started on this process, unless a row with its id is there
- * (its API inserted it meanwhile, having heard nothing; this process then stops, its completed result
- * kept as above). Until then nobody can ask for the run (its id is only answered with its result),
- * and nothing but this process holds its request: should both it and the API die, the run is lost,
- * as is any request whose answer never came.
+ * step's write also inserts it, already started on this process and held by it. Its API, having
+ * heard nothing for a second, inserts the same row (insertNewRunOn: started on that process, held
+ * by it, as an API that inserts first starts an in-cluster run); the process's write then takes the
+ * row over as its own, so a process that is merely slow runs nothing twice, and one that is gone or
+ * frozen has the run handed to its job as any run it holds. A row that moved on by then (handed to
+ * its job) stops the process, its completed result kept as above. Until the insert nobody can ask for
+ * the run (its id is only answered with its result), and nothing but the process and the API hold
+ * its request: should both die, the run is lost, as is any request whose answer never came.
  */
 
 /** How long a deferred start waits for the run's first step before it is written on its own. */
@@ -100,13 +104,16 @@ const TAKE_WITH_STEP = `
   FROM executions e LEFT JOIN saved s ON true LEFT JOIN taken t ON true
   WHERE e.id = $1::uuid`;
 
-// The insert of a NewRun already started on this process (as INSERT_ROOT_RUN_IN_CLUSTER leaves it),
-// unless a row with its id is there; `p` names the insert's params.
+// The insert of a NewRun already started on the process `holder` (as INSERT_ROOT_RUN_IN_CLUSTER
+// leaves it); a row with its id already there is returned as inserted if it is exactly that (its API
+// inserted it for the process), and not at all otherwise. `p` names the insert's params.
 const insertNewRun = (p: RootRunParam, worker: string, takenAt: string, holder: string) => `
   r AS (${rootRunRegistration(p)}),
   inserted AS (${insertRootRunFrom("r", {
     p,
-    ifAbsent: true,
+    onConflict: `ON CONFLICT (id) DO UPDATE SET updated_at = executions.updated_at
+     WHERE executions.status = '${FIRST_START.to}' AND executions.dispatch_seq = 0 AND executions.lease = 1
+       AND executions.push_holder = EXCLUDED.push_holder`,
     start: {
       status: `'${FIRST_START.to}'`,
       columns: "worker_id, started_at, lease, push_holder",
@@ -115,9 +122,9 @@ const insertNewRun = (p: RootRunParam, worker: string, takenAt: string, holder: 
     returning: executionFields("executions", STARTED),
   })})`;
 
-// Purpose: a NewRun's insert on its own. Params: INSERT_ROOT_RUN's $1–$16, worker, taken at, holder.
-// Locks: none. Result: one row: whether its workflow is registered and, when inserted, the row
-// ("started.*"; none when a row with its id was there).
+// Purpose: a NewRun's insert on its own (by its process, or by its API for that process). Params:
+// INSERT_ROOT_RUN's $1–$16, worker, taken at, holder. Locks: the row, when it was there. Result: one
+// row: whether its workflow is registered and, when inserted or taken over, the row ("started.*").
 const INSERT_NEW = `
   WITH ${insertNewRun((n) => `$${n}`, "$17", "$18", "$19")}
   SELECT EXISTS (SELECT 1 FROM r) AS registered, t.* FROM (SELECT 1) one LEFT JOIN inserted t ON true`;
@@ -196,17 +203,37 @@ export function startTaking(job: DeferredJob): Taking {
   };
 }
 
+/** INSERT_NEW's statement: `run` inserted started on the process `on` (its worker row and name). */
+const insertNewStatement = (run: NewRun, on: { workerId: string; name: string }, takenAt: Date) => ({
+  name: "spool_insert_new",
+  text: INSERT_NEW,
+  values: [...insertValuesOf(run), on.workerId, takenAt, on.name],
+});
+const insertValuesOf = (run: NewRun) =>
+  insertRootRun(run.projectId, run.request, run.id, run.createdAt).statement.values;
+
+/**
+ * A sent run its process has not inserted within the bound, inserted by its API as that process would
+ * (`on`): started on it and held by it, for the process to take over or, should it be gone, frozen or
+ * never have got the message, for the rounds that watch holders to hand to its job. Nothing when it
+ * is in Postgres already; throws not found when its workflow is not registered.
+ */
+export async function insertNewRunOn(
+  pool: pg.Pool,
+  run: NewRun,
+  on: { workerId: string; name: string },
+): Promise<void> {
+  if (await executionExists(pool, run.id)) return;
+  const { rows } = await pool.query<TakeRow>(insertNewStatement(run, on, new Date()));
+  if (rows[0]?.registered === false) throw notFound("workflow", run.request.workflowId);
+}
+
 /** A NewRun, inserted started on this process (registered as `workerId`), taken at `takenAt`. */
-export function insertTaking(run: NewRun, workerId: string | null, takenAt: Date): Taking {
-  const [, ...insertValues] = insertRootRun(run.projectId, run.request, run.id, run.createdAt).statement
-    .values;
+export function insertTaking(run: NewRun, workerId: string, takenAt: Date): Taking {
+  const [, ...insertValues] = insertValuesOf(run);
   const params = [workerId, takenAt, CONSUMER_NAME];
   return {
-    alone: () => ({
-      name: "spool_insert_new",
-      text: INSERT_NEW,
-      values: [run.id, ...insertValues, ...params],
-    }),
+    alone: () => insertNewStatement(run, { workerId, name: CONSUMER_NAME }, takenAt),
     withStep: (stepValues) => ({
       name: "spool_insert_new_with_step",
       text: INSERT_NEW_WITH_STEP,
@@ -217,7 +244,7 @@ export function insertTaking(run: NewRun, workerId: string | null, takenAt: Date
     whyNotTaken: (row) =>
       row?.registered === false
         ? notFound("workflow", run.request.workflowId)
-        : new ExecutionAbortedError("the run was inserted by its API before this process could"),
+        : new ExecutionAbortedError("the run moved on before this process inserted it"),
   };
 }
 

@@ -3,6 +3,7 @@ import type { Execution, Prisma } from "@spool/db";
 import {
   decodeTimeCursor,
   type ExecutionStatus,
+  isSpoolError,
   isUuid,
   isWaitOver,
   notFound,
@@ -154,25 +155,36 @@ export class Executions {
     if (w.waitMs > 0 && !idempotencyKey && isPlainRootRun(request) && !waitedChildrenOf([request], false)) {
       const id = randomUUID();
       const starter = this.starterFor(projectId, request);
-      // A run sent before its insert is read only once it is in.
-      let sent: SentNewRun | null = null;
+      // Set once the run went to a worker before its insert (sendNew).
+      const sending: { sent: SentNewRun | null } = { sent: null };
       const read = async () => {
-        await sent?.inserted();
+        const { sent } = sending;
+        if (!sent) return this.get(projectId, id);
+        // In Postgres: its worker inserted it. Not yet: it is once inserted() resolves (at the bound).
+        const found = await this.get(projectId, id).catch((err: unknown) => {
+          if (isSpoolError(err) && err.type === "NOT_FOUND") return null;
+          throw err;
+        });
+        if (found) {
+          sent.finished();
+          return found;
+        }
+        await sent.inserted();
         return this.get(projectId, id);
       };
       let execution = await this.deps.watcher.wait(id, read, w.waitMs, {
         done: (e) => isWaitOver(e.status, w.until),
         fromAnnounced: this.announcedView(projectId),
         first: async () => {
-          sent = (await starter?.sendNew?.(projectId, request, id, w.waitMs)) ?? null;
-          if (sent) return NOT_READ;
+          sending.sent = (await starter?.sendNew?.(projectId, request, id, w.waitMs)) ?? null;
+          if (sending.sent) return NOT_READ;
           return { ...(await this.createPlainRun(projectId, request, id, starter)), suspendedData: null };
         },
         signal: w.signal,
       });
       if (execution === NOT_READ) execution = await read();
       // Announced or read: it is in Postgres.
-      (sent as SentNewRun | null)?.finished();
+      sending.sent?.finished();
       return { execution, replayed: false };
     }
     const { receipt, replayed } = await this.run(projectId, request, idempotencyKey);

@@ -11,7 +11,7 @@ import {
   type RunRequest,
   runDispatch,
 } from "../execution/create-executions.js";
-import type { NewRun } from "../execution/deferred-start.js";
+import { insertNewRunOn, type NewRun } from "../execution/deferred-start.js";
 import type { RunsStartedWithoutJob, SentNewRun } from "../execution/executions.js";
 import {
   CONSUMER_FRESH_MS,
@@ -32,10 +32,11 @@ import { repeatEvery } from "../util/repeat.js";
 // A new run whose caller waits for its finish (`POST …/run?wait=`) goes one step further: it is
 // published to a process before it is inserted (NewRun), and the process inserts it, started, with
 // its first step's write (execution/deferred-start.ts): one commit and one round trip less, on the
-// path a waiting caller sees. The API inserts it itself (ON CONFLICT: whoever is first) when it has
-// not finished within NEW_RUN_INSERT_BOUND_MS, when the caller's wait reads it, and when the API
-// stops; the process inserts it within DEFERRED_START_MS of taking it, so only a lost message or a
-// dead or frozen process leaves that to the API, whose insert queues it for its job.
+// path a waiting caller sees. The process inserts it within DEFERRED_START_MS of taking it; when the
+// API has not seen it in Postgres NEW_RUN_INSERT_BOUND_MS after the send (its caller's wait read it,
+// its timer fired, or the API stops), it inserts the same row itself, started on that process and
+// held by it, which the process takes over: a lost message or a dead or frozen process then has it
+// handed to its job as any held run, and a slow one runs nothing twice.
 
 /** The Redis channel an in-cluster worker process takes its runs on. */
 export const directRunsChannel = (consumer: string) => `spool:runs:${consumer}`;
@@ -86,20 +87,51 @@ export const NEW_RUN_INSERT_BOUND_MS = 1000;
 const MAX_NEW_RUN_INPUT_BYTES = 4096;
 
 /**
- * A run sent before its insert, inserted queued unless it is in Postgres already (inserted by the
- * process it was sent to, or by its API), then its job enqueued. Throws not found when its workflow
- * is no longer registered.
+ * A run sent before its insert that its process will not run (no room, or it failed there), inserted
+ * queued unless it is in Postgres already, then its job enqueued either way (a no-op for a job there).
+ * Throws not found when its workflow is no longer registered.
  */
 export async function insertSentRun(engine: Pick<Engine, "pool" | "dispatcher">, run: NewRun): Promise<void> {
   const created = await createRootRunIfAbsent(engine.pool, run.projectId, run.request, run.id, run.createdAt);
-  if (created) await engine.dispatcher.dispatch([created.dispatch]);
+  await engine.dispatcher.dispatch([
+    created?.dispatch ??
+      runDispatch({ id: run.id, projectId: run.projectId, dispatchQueue: run.queueName, dispatchSeq: 0 }),
+  ]);
+}
+
+/** What may go to a process before its insert: Postgres takes its JSON (no \u0000, no lone surrogate). */
+function mayGoBeforeInsert(request: RunRequest): boolean {
+  const input = JSON.stringify(request.input ?? {});
+  if (Buffer.byteLength(input) > MAX_NEW_RUN_INPUT_BYTES) return false;
+  // JSON.stringify escapes only these among what jsonb refuses: a run with one is inserted first, so
+  // the insert refuses it before anything runs.
+  return [
+    input,
+    JSON.stringify(request.initialState ?? null),
+    JSON.stringify(request.channelContext ?? null),
+  ].every((json) => !/\\u(0000|d[89a-f])/i.test(json));
+}
+
+/** SQLSTATE class of data exceptions: an insert that fails so fails again. */
+const DATA_EXCEPTION = "22";
+/** The longest the API waits between two tries of its own insert of a sent run. */
+const MAX_INSERT_RETRY_MS = 30_000;
+
+/** An in-cluster worker process that takes runs without jobs: its name and its worker row. */
+interface Consumer {
+  name: string;
+  workerId: string;
 }
 
 /** A new run sent to a process before its insert: the API's side (see SentNewRun). */
 interface Sent {
   run: NewRun;
+  /** The process it was sent to. */
+  to: Consumer;
   /** When the API may insert it itself (ms since the epoch): its process has had its chance. */
   due: number;
+  /** Failed tries of that insert. */
+  tries: number;
   timer: NodeJS.Timeout | undefined;
   inserting: Promise<void> | undefined;
 }
@@ -119,7 +151,7 @@ export class InClusterSender implements RunsStartedWithoutJob {
    * Of those, the ones whose new runs may be sent before their insert (registered, their lane
    * without a limit), with the processes that serve them and their lane.
    */
-  private sendable = new Map<string, { consumers: string[]; lane: string }>();
+  private sendable = new Map<string, { consumers: Consumer[]; lane: string }>();
   /** Turns taken among a workflow's processes. */
   private turn = 0;
   /** New runs sent before their insert whose finish nobody has seen yet, by id. */
@@ -176,8 +208,8 @@ export class InClusterSender implements RunsStartedWithoutJob {
   }
 
   /** The processes new runs of this workflow are sent to before their insert, as of the last refresh. */
-  sendsNewRunsTo(projectId: string, workflowId: string): readonly string[] {
-    return this.sendable.get(`${projectId} ${workflowId}`)?.consumers ?? [];
+  sendsNewRunsTo(projectId: string, workflowId: string): string[] {
+    return (this.sendable.get(`${projectId} ${workflowId}`)?.consumers ?? []).map((c) => c.name);
   }
 
   /**
@@ -193,16 +225,15 @@ export class InClusterSender implements RunsStartedWithoutJob {
     const to = this.sendable.get(`${projectId} ${request.workflowId}`);
     // A caller that waits less than the bound is answered with the row before then: inserted first.
     if (this.stopping || !to || request.deploymentId || waitMs < NEW_RUN_INSERT_BOUND_MS) return null;
-    // Postgres refuses a \u0000 in jsonb: such an input is inserted first, so the insert refuses it.
-    const input = JSON.stringify(request.input ?? {});
-    if (Buffer.byteLength(input) > MAX_NEW_RUN_INPUT_BYTES || input.includes("\\u0000")) return null;
+    if (!mayGoBeforeInsert(request)) return null;
     const consumer = to.consumers[this.turn++ % to.consumers.length]!;
     const run: NewRun = { id, projectId, request, queueName: to.lane, createdAt: new Date() };
-    let received = 0;
+    let received: number | undefined;
     try {
-      received = await this.engine.dispatcher.publish(directRunsChannel(consumer), encodeNewRun(run));
+      received = await this.engine.dispatcher.publish(directRunsChannel(consumer.name), encodeNewRun(run));
     } catch (err) {
-      // Had it been received after all, whichever insert is second finds the row there.
+      // It may have been received all the same: sent, as far as anyone can tell (the API inserts it
+      // when due, for that process).
       this.o.logger.warn({ err: String(err), execution_id: id }, "publishing a new run failed");
     }
     if (received === 0) return null;
@@ -211,7 +242,9 @@ export class InClusterSender implements RunsStartedWithoutJob {
     ]);
     const sent: Sent = {
       run,
+      to: consumer,
       due: Date.now() + NEW_RUN_INSERT_BOUND_MS,
+      tries: 0,
       timer: undefined,
       inserting: undefined,
     };
@@ -223,13 +256,16 @@ export class InClusterSender implements RunsStartedWithoutJob {
     };
   }
 
-  /** The API's own insert of a sent run, when due (again a bound later while it fails). */
+  /** The API's own insert of a sent run, when due (tried again, less and less often, while it fails). */
   private insertLater(sent: Sent): void {
     sent.timer = setTimeout(
       () => {
         this.insert(sent).catch((err: unknown) => {
           this.o.logger.warn({ err: String(err), execution_id: sent.run.id }, "inserting a sent run failed");
-          if (!this.stopping && this.unconfirmed.has(sent.run.id)) this.insertLater(sent);
+          if (this.stopping || !this.unconfirmed.has(sent.run.id)) return;
+          sent.tries++;
+          sent.due = Date.now() + Math.min(NEW_RUN_INSERT_BOUND_MS * 2 ** sent.tries, MAX_INSERT_RETRY_MS);
+          this.insertLater(sent);
         });
       },
       Math.max(0, sent.due - Date.now()),
@@ -249,16 +285,23 @@ export class InClusterSender implements RunsStartedWithoutJob {
   }
 
   /**
-   * Inserts a sent run unless its process did (then enqueues its job): once it succeeded, the run is
-   * in Postgres either way. Throws not found when its workflow is no longer registered.
+   * Inserts a sent run for the process it was sent to unless it is in Postgres already: once this
+   * succeeded, it is. Throws not found when its workflow is no longer registered; that, and an input
+   * Postgres refuses, are not tried again.
    */
   private insert(sent: Sent): Promise<void> {
     sent.inserting ??= (async () => {
-      await insertSentRun(this.engine, sent.run);
+      await insertNewRunOn(this.engine.pool, sent.run, sent.to);
       this.confirmed(sent);
     })().catch((err: unknown) => {
       sent.inserting = undefined;
-      if (isSpoolError(err) && err.type === "NOT_FOUND") this.confirmed(sent);
+      const code = (err as { code?: unknown }).code;
+      if (
+        (isSpoolError(err) && err.type === "NOT_FOUND") ||
+        (typeof code === "string" && code.startsWith(DATA_EXCEPTION))
+      ) {
+        this.confirmed(sent);
+      }
       throw err;
     });
     return sent.inserting;
@@ -298,10 +341,18 @@ export class InClusterSender implements RunsStartedWithoutJob {
     // registration's; none when unregistered) and whether that lane has a limit. Locks: none. Result:
     // (project, workflow, process) rows.
     const rows = await this.engine.prisma.$queryRaw<
-      { projectId: string; workflowId: string; consumer: string; lane: string | null; limited: boolean }[]
+      {
+        projectId: string;
+        workflowId: string;
+        consumer: string;
+        workerId: string;
+        lane: string | null;
+        limited: boolean;
+      }[]
     >(Prisma.sql`
       SELECT s.*, ${Prisma.raw(laneHasLimit('s."projectId"', "s.lane"))} AS limited FROM (
         SELECT DISTINCT w.project_id AS "projectId", f.workflow_id AS "workflowId", w.consumer_name AS consumer,
+               w.id AS "workerId",
                (SELECT COALESCE(g.queue_name, ${DEFAULT_QUEUE}) FROM workflow_registrations g
                  WHERE g.project_id = w.project_id AND g.workflow_id = f.workflow_id AND g.archived_at IS NULL
                  ORDER BY g.updated_at DESC LIMIT 1) AS lane
@@ -312,12 +363,12 @@ export class InClusterSender implements RunsStartedWithoutJob {
          WHERE w.mode = 'queue' AND w.status = 'online' AND w.consumer_name IS NOT NULL
            AND w.consumer_seen_at > now() - ${CONSUMER_FRESH_MS} * interval '1 millisecond') s`);
     this.served = new Set(rows.map((r) => `${r.projectId} ${r.workflowId}`));
-    const sendable = new Map<string, { consumers: string[]; lane: string }>();
+    const sendable = new Map<string, { consumers: Consumer[]; lane: string }>();
     for (const r of rows) {
       if (r.lane === null || r.limited) continue;
       const key = `${r.projectId} ${r.workflowId}`;
       const to = sendable.get(key) ?? { consumers: [], lane: r.lane };
-      to.consumers.push(r.consumer);
+      to.consumers.push({ name: r.consumer, workerId: r.workerId });
       sendable.set(key, to);
     }
     this.sendable = sendable;

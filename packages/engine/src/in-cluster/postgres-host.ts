@@ -154,8 +154,11 @@ export function createPostgresHost(
       }
       if (options.newRun) {
         const run = options.newRun;
+        const workerId = options.workerId();
+        // Only a registered process is sent new runs; one re-registering gives them back (its caller).
+        if (!workerId) throw new Error("this process has no worker row to start the run on");
         deferred = engine.executions.deferStart(
-          { executionId: run.id, taking: insertTaking(run, options.workerId(), new Date()) },
+          { executionId: run.id, taking: insertTaking(run, workerId, new Date()) },
           began,
           options.deferStartMs,
         );

@@ -6,8 +6,12 @@ import { randomUUID } from "node:crypto";
 import { createLogger, WORKFLOW_BRAND, type WorkflowContext, type WorkflowDefinition } from "@spool/shared";
 import { describe, expect, it } from "vitest";
 import { CONSUMER_NAME, type JobData, runJobId } from "../../src/dispatch/dispatcher.js";
-import { createRootRunIfAbsent } from "../../src/execution/create-executions.js";
-import { DeferredStart, insertTaking, type NewRun } from "../../src/execution/deferred-start.js";
+import {
+  DeferredStart,
+  insertNewRunOn,
+  insertTaking,
+  type NewRun,
+} from "../../src/execution/deferred-start.js";
 import { insertSentRun } from "../../src/in-cluster/direct-runs.js";
 import { createPostgresHost } from "../../src/in-cluster/postgres-host.js";
 import { NO_METRICS } from "../../src/metrics/metrics.js";
@@ -302,6 +306,9 @@ describe("a new run's start, written with its first step", () => {
 });
 
 describe("a new run sent to a worker before its insert, inserted with its first step", () => {
+  /** This process's worker row (and CONSUMER_NAME its name), as the API sent the run to it. */
+  const WORKER = randomUUID();
+  const thisProcess = { workerId: WORKER, name: CONSUMER_NAME };
   const sentRun = (env: Env, input: unknown = { n: 1 }): NewRun => ({
     id: randomUUID(),
     projectId: env.projectId,
@@ -313,7 +320,7 @@ describe("a new run sent to a worker before its insert, inserted with its first 
     const started: string[] = [];
     const start = new DeferredStart(
       { pool: env.engine.pool, metrics: NO_METRICS },
-      { executionId: run.id, taking: insertTaking(run, null, new Date()) },
+      { executionId: run.id, taking: insertTaking(run, WORKER, new Date()) },
       (row) => started.push(`${row.status}/${row.lease}`),
       deferMs,
     );
@@ -348,10 +355,9 @@ describe("a new run sent to a worker before its insert, inserted with its first 
       ["a", "completed", "A"],
       ["b", "completed", "B"],
     ]);
-    // Its API's own insert, later, finds it there: nothing inserted, no job.
-    expect(
-      await createRootRunIfAbsent(env.engine.pool, env.projectId, run.request, run.id, new Date()),
-    ).toBeNull();
+    // Its API's own insert, later, finds it there: nothing changes, no job.
+    await insertNewRunOn(env.engine.pool, run, thisProcess);
+    expect(await rowOf(env, run.id)).toEqual(row);
     expect(
       await env.engine.dispatcher.queue(env.projectId, "default").getJob(runJobId(run.id, 0)),
     ).toBeUndefined();
@@ -369,10 +375,39 @@ describe("a new run sent to a worker before its insert, inserted with its first 
     start.dispose();
   });
 
-  it("inserted by its API first (it heard nothing in time): the process keeps its finished step for the job and stops", async () => {
+  it("inserted by its API for it (too slow to insert it within the bound): the process's first write takes the row over, nothing runs twice", async () => {
     const env = await createTestEngine();
     const run = sentRun(env);
     const { start, started } = inserting(env, run);
+    await insertNewRunOn(env.engine.pool, run, thisProcess);
+    const inserted = await rowOf(env, run.id);
+    expect([inserted.status, inserted.lease, inserted.pushHolder, inserted.workerId]).toEqual([
+      "running",
+      1,
+      CONSUMER_NAME,
+      WORKER,
+    ]);
+
+    await start.saveStep(step("a", 1, "paid for once"), 1_000_000);
+    expect(started).toEqual(["running/1"]);
+    await start.saveStep(step("b", 2, "B"), 1_000_000);
+    expect(await stepsOf(env, run.id)).toEqual([
+      ["a", "completed", "paid for once"],
+      ["b", "completed", "B"],
+    ]);
+    expect((await rowOf(env, run.id)).lease).toBe(1);
+    // No job: the row was the process's all along.
+    expect(
+      await env.engine.dispatcher.queue(env.projectId, "default").getJob(runJobId(run.id, 0)),
+    ).toBeUndefined();
+    start.dispose();
+  });
+
+  it("moved on before the process wrote (handed to its job): it stops, its finished step kept for the job", async () => {
+    const env = await createTestEngine();
+    const run = sentRun(env);
+    const { start, started } = inserting(env, run);
+    // As a process without room (or the hand-over of a process found gone) leaves it: queued, its job.
     await insertSentRun(env.engine, run);
     expect((await rowOf(env, run.id)).status).toBe("queued");
 
@@ -395,6 +430,9 @@ describe("a new run sent to a worker before its insert, inserted with its first 
     const run = { ...sentRun(env), request: { workflowId: "gone", input: {} } };
     const { start } = inserting(env, run);
     await expect(start.started()).rejects.toThrow(/workflow 'gone' not found/);
+    await expect(insertNewRunOn(env.engine.pool, run, thisProcess)).rejects.toThrow(
+      /workflow 'gone' not found/,
+    );
     await expect(insertSentRun(env.engine, run)).rejects.toThrow(/workflow 'gone' not found/);
     expect(await rowIfAny(env, run.id)).toBeNull();
   });

@@ -1,9 +1,11 @@
 // Two API replicas start queued runs on the same push worker at the same moment. Each start counts
 // the worker's running runs against its max; one that counted before the other's start committed
 // must not take the worker past its max (the worker would answer 429 and be left alone for a while).
+import { randomUUID } from "node:crypto";
 import { createDatabase } from "@spool/db";
 import { afterAll, describe, expect, it } from "vitest";
 import {
+  createRootRunsOnPushWorkers,
   startOnPushWorker,
   startQueuedOnPushWorkers,
   startQueuedOnPushWorkersWaiting,
@@ -224,5 +226,57 @@ describe("starts on a push worker from two processes at once", () => {
     expect((await startOnPushWorker(engine, { execution: await queued("narrow") })).status).toBe("started");
     expect(await pushStarts()).toBe(3);
     expect(await prisma.execution.count({ where: { workerId: worker.id, status: "running" } })).toBe(3);
+  });
+});
+
+describe("new runs inserted already started on a push worker (one statement each)", () => {
+  const newRun = (projectId: string) => ({
+    projectId,
+    request: { workflowId: "wf", input: {} },
+    id: randomUUID(),
+    pushHolder: "api-1",
+  });
+
+  it("from two processes at once, never take the worker past its max_concurrent_executions", async () => {
+    const { engine, prisma, other, projectId, running } = await twoReplicasAndWorkerWith(1);
+
+    for (let round = 0; round < 50; round++) {
+      const [a, b] = [newRun(projectId), newRun(projectId)];
+      const results = await Promise.all([
+        createRootRunsOnPushWorkers(engine.pool, [a])[0]!,
+        createRootRunsOnPushWorkers(other.pool, [b])[0]!,
+      ]);
+      // One takes the one slot; the other finds it taken (or the worker locked) and stays queued.
+      expect(results.filter((r) => r.started)).toHaveLength(1);
+      expect(results.map((r) => r.created.execution.status).sort()).toEqual(["queued", "running"]);
+      expect(await running()).toBe(1);
+      await endRuns(prisma, [a.id, b.id]);
+    }
+  });
+
+  it("sent together, fill the least loaded workers' room and no more, each counting those before it", async () => {
+    const test = await createTestEngine();
+    const { engine, prisma, projectId } = test;
+    const { worker: w1 } = await pushWorkerWith(test, 2);
+    const { worker: w2 } = await pushWorkerWith(test, 2, 10);
+    const runs = Array.from({ length: 5 }, () => newRun(projectId));
+    const results = await Promise.all(createRootRunsOnPushWorkers(engine.pool, runs));
+    expect(results.map((r) => r.started !== null)).toEqual([true, true, true, true, false]);
+    const rows = await prisma.execution.findMany({ where: { id: { in: runs.map((r) => r.id) } } });
+    const started = rows.filter((r) => r.status === "running");
+    expect(started.map((r) => [r.lease, r.pushHolder])).toEqual(Array(4).fill([1, "api-1"]));
+    expect(started.every((r) => r.startedAt !== null)).toBe(true);
+    const queued = rows.filter((r) => r.status === "queued");
+    expect(queued.map((r) => [r.lease, r.pushHolder, r.workerId])).toEqual([[0, null, null]]);
+    const on = (w: { id: string }) =>
+      prisma.execution.count({ where: { workerId: w.id, status: "running" } });
+    expect([await on(w1), await on(w2)]).toEqual([2, 2]);
+    // Each start moved its worker's push_starts on, for concurrent starts to count it.
+    const workers = await prisma.worker.findMany({ where: { id: { in: [w1.id, w2.id] } } });
+    expect(workers.map((w) => w.pushStarts)).toEqual([2, 2]);
+    // The started ones come back with their worker, as a push needs them.
+    expect(results.slice(0, 4).map((r) => [w1.id, w2.id].includes(r.started!.worker.id))).toEqual(
+      Array(4).fill(true),
+    );
   });
 });
