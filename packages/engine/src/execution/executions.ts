@@ -90,12 +90,12 @@ export interface RunsStartedWithoutJob {
    * Sends the run to a worker that inserts it with its first step, for a caller that waits for its
    * finish (in-cluster/direct-runs.ts); null when it cannot go that way (then createAndStart).
    */
-  sendNew?(projectId: string, request: RunRequest, id: string, waitMs: number): Promise<SentNewRun | null>;
+  sendNew?(projectId: string, request: RunRequest, id: string): Promise<SentNewRun | null>;
 }
 
 /** A new run sent to a worker before its insert. */
 export interface SentNewRun {
-  /** Resolves once the run is in Postgres (inserted by this process when its worker did not in time). */
+  /** Resolves once the run is in Postgres (inserted now, for its worker, if that has not done it). */
   inserted(): Promise<void>;
   /** Its finish was seen (so it is in Postgres): no insert of its own is due any more. */
   finished(): void;
@@ -160,7 +160,7 @@ export class Executions {
       const read = async () => {
         const { sent } = sending;
         if (!sent) return this.get(projectId, id);
-        // In Postgres: its worker inserted it. Not yet: it is once inserted() resolves (at the bound).
+        // In Postgres: its worker inserted it. Not yet: it is once inserted() resolves.
         const found = await this.get(projectId, id).catch((err: unknown) => {
           if (isSpoolError(err) && err.type === "NOT_FOUND") return null;
           throw err;
@@ -176,7 +176,7 @@ export class Executions {
         done: (e) => isWaitOver(e.status, w.until),
         fromAnnounced: this.announcedView(projectId),
         first: async () => {
-          sending.sent = (await starter?.sendNew?.(projectId, request, id, w.waitMs)) ?? null;
+          sending.sent = (await starter?.sendNew?.(projectId, request, id)) ?? null;
           if (sending.sent) return NOT_READ;
           return { ...(await this.createPlainRun(projectId, request, id, starter)), suspendedData: null };
         },

@@ -33,10 +33,10 @@ import { repeatEvery } from "../util/repeat.js";
 // published to a process before it is inserted (NewRun), and the process inserts it, started, with
 // its first step's write (execution/deferred-start.ts): one commit and one round trip less, on the
 // path a waiting caller sees. The process inserts it within DEFERRED_START_MS of taking it; when the
-// API has not seen it in Postgres NEW_RUN_INSERT_BOUND_MS after the send (its caller's wait read it,
-// its timer fired, or the API stops), it inserts the same row itself, started on that process and
-// held by it, which the process takes over: a lost message or a dead or frozen process then has it
-// handed to its job as any held run, and a slow one runs nothing twice.
+// API has not seen it in Postgres NEW_RUN_INSERT_BOUND_MS after the send (or sooner, when its caller's
+// wait must read it, and when the API stops), it inserts the same row itself, started on that process
+// and held by it, which the process takes over: a lost message or a dead or frozen process then has
+// it handed to its job as any held run, and a slow one runs nothing twice.
 
 /** The Redis channel an in-cluster worker process takes its runs on. */
 export const directRunsChannel = (consumer: string) => `spool:runs:${consumer}`;
@@ -128,7 +128,7 @@ interface Sent {
   run: NewRun;
   /** The process it was sent to. */
   to: Consumer;
-  /** When the API may insert it itself (ms since the epoch): its process has had its chance. */
+  /** When the API's timer inserts it itself (ms since the epoch), unless it is in Postgres by then. */
   due: number;
   /** Failed tries of that insert. */
   tries: number;
@@ -182,8 +182,8 @@ export class InClusterSender implements RunsStartedWithoutJob {
     this.stopping = true;
     this.engine.executions.removeStarterWithoutJob(this);
     await this.refreshing?.stop();
-    // Nothing this API sent may be lost with it: what no process confirmed is inserted when due.
-    await Promise.allSettled([...this.unconfirmed.values()].map((sent) => this.insertWhenDue(sent)));
+    // Nothing this API sent may be lost with it: what no process confirmed is inserted now.
+    await Promise.allSettled([...this.unconfirmed.values()].map((sent) => this.insert(sent)));
   }
 
   serves(projectId: string, workflowId: string): boolean {
@@ -216,16 +216,9 @@ export class InClusterSender implements RunsStartedWithoutJob {
    * Publishes a new run to a process that serves its workflow, to insert it with its first step (see
    * above). Null when it cannot go that way (not sent, or nobody got it): the caller inserts it.
    */
-  async sendNew(
-    projectId: string,
-    request: RunRequest,
-    id: string,
-    waitMs: number,
-  ): Promise<SentNewRun | null> {
+  async sendNew(projectId: string, request: RunRequest, id: string): Promise<SentNewRun | null> {
     const to = this.sendable.get(`${projectId} ${request.workflowId}`);
-    // A caller that waits less than the bound is answered with the row before then: inserted first.
-    if (this.stopping || !to || request.deploymentId || waitMs < NEW_RUN_INSERT_BOUND_MS) return null;
-    if (!mayGoBeforeInsert(request)) return null;
+    if (this.stopping || !to || request.deploymentId || !mayGoBeforeInsert(request)) return null;
     const consumer = to.consumers[this.turn++ % to.consumers.length]!;
     const run: NewRun = { id, projectId, request, queueName: to.lane, createdAt: new Date() };
     let received: number | undefined;
@@ -251,7 +244,7 @@ export class InClusterSender implements RunsStartedWithoutJob {
     this.unconfirmed.set(id, sent);
     this.insertLater(sent);
     return {
-      inserted: () => this.insertWhenDue(sent),
+      inserted: () => this.insert(sent),
       finished: () => this.confirmed(sent),
     };
   }
@@ -274,20 +267,11 @@ export class InClusterSender implements RunsStartedWithoutJob {
   }
 
   /**
-   * The run is in Postgres once this resolves: inserted by its process or, when due, by this API.
-   * Never sooner: the process may be about to insert it, its first step run, and an insert of the
-   * API's would make its job run that step again.
-   */
-  private async insertWhenDue(sent: Sent): Promise<void> {
-    const early = sent.due - Date.now();
-    if (early > 0 && this.unconfirmed.has(sent.run.id)) await new Promise((r) => setTimeout(r, early));
-    await this.insert(sent);
-  }
-
-  /**
    * Inserts a sent run for the process it was sent to unless it is in Postgres already: once this
-   * succeeded, it is. Throws not found when its workflow is no longer registered; that, and an input
-   * Postgres refuses, are not tried again.
+   * succeeded, it is. Held by that process, the row is what the process would have inserted, which it
+   * takes over: an insert of the API's before the process's never runs a step twice. Throws not found
+   * when its workflow is no longer registered; that, and an input Postgres refuses, are not tried
+   * again.
    */
   private insert(sent: Sent): Promise<void> {
     sent.inserting ??= (async () => {
