@@ -22,7 +22,7 @@ import {
   storedStep,
   storeStep,
 } from "./journal-store.js";
-import { takenColumns } from "./start-execution.js";
+import { startedAsInserted, takenColumns } from "./start-execution.js";
 import { rawTransition } from "./transition.js";
 
 /*
@@ -114,11 +114,7 @@ const insertNewRun = (p: RootRunParam, worker: string, takenAt: string, holder: 
     onConflict: `ON CONFLICT (id) DO UPDATE SET updated_at = executions.updated_at
      WHERE executions.status = '${FIRST_START.to}' AND executions.dispatch_seq = 0 AND executions.lease = 1
        AND executions.push_holder = EXCLUDED.push_holder`,
-    start: {
-      status: `'${FIRST_START.to}'`,
-      columns: "worker_id, started_at, lease, push_holder",
-      values: `${worker}::uuid, ${takenAt}::timestamptz, 1, ${holder}`,
-    },
+    start: startedAsInserted(`${worker}::uuid`, takenAt, holder),
     returning: executionFields("executions", STARTED),
   })})`;
 

@@ -26,6 +26,21 @@ export const takenColumns = (worker: string, startedAt: string, now: string, pus
   `status = '${START.to}', worker_id = ${worker}, started_at = COALESCE(e.started_at, ${startedAt}),
    lease = e.lease + 1, updated_at = ${now}, slot_waiting_since = NULL, push_holder = ${pushHolder}`;
 
+/**
+ * The same start written by a new run's insert (insertRootRunFrom's `start`): it runs on `worker` (a
+ * SQL expression; null: it is inserted queued instead) from `startedAt` under its first lease, held
+ * by `holder`.
+ */
+export const startedAsInserted = (worker: string, startedAt: string, holder: string) => {
+  const ifStarted = (value: string, otherwise: string) =>
+    `CASE WHEN ${worker} IS NULL THEN ${otherwise} ELSE ${value} END`;
+  return {
+    status: ifStarted(`'${START.to}'`, "'queued'"),
+    columns: "worker_id, started_at, lease, push_holder",
+    values: `${worker}, ${ifStarted(`${startedAt}::timestamptz`, "NULL")}, ${ifStarted("1", "0")}, ${ifStarted(holder, "NULL")}`,
+  };
+};
+
 // Purpose: take the run and read its journal in one round trip (the common case of every job).
 // Params: execution, dispatch seq, worker, now. Locks: the execution row. Result: the started row with
 // its stored steps and open waits as JSON, or no row when the job is stale, a live push worker holds

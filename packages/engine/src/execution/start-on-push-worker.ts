@@ -20,7 +20,7 @@ import {
   type RunRequest,
 } from "./create-executions.js";
 import { type JournalRows, journalColumns, journalOf, type RawWait } from "./journal-store.js";
-import { START, takenColumns } from "./start-execution.js";
+import { START, startedAsInserted, takenColumns } from "./start-execution.js";
 import { laneHasLimit, takeRunInLane } from "./take-run.js";
 import { transition } from "./transition.js";
 
@@ -171,12 +171,7 @@ const INSERT_ROOT_RUN_IN_CLUSTER = `
      WHERE ${hasRoom("c.max_concurrent_executions", "c.running")}
        AND NOT ${laneHasLimit("$2::uuid", "(SELECT queue FROM r)")}),
   inserted AS (${insertRootRunFrom("r LEFT JOIN chosen s ON true", {
-    start: {
-      status: `CASE WHEN s.id IS NULL THEN 'queued' ELSE '${START.to}' END`,
-      columns: "worker_id, started_at, lease, push_holder",
-      values:
-        "s.id, CASE WHEN s.id IS NULL THEN NULL ELSE $16::timestamptz END, CASE WHEN s.id IS NULL THEN 0 ELSE 1 END, s.consumer_name",
-    },
+    start: startedAsInserted("s.id", "$16", "s.consumer_name"),
   })})
   SELECT inserted.*, ${workerFields("w", WORKER_PREFIX)}
     FROM inserted LEFT JOIN workers w ON w.id = inserted."workerId"`;
@@ -201,14 +196,7 @@ const INSERT_ROOT_RUN_ON_PUSH_WORKER = `
      )}
        AND NOT ${laneHasLimit("$2::uuid", "(SELECT queue FROM r)")}),
   inserted AS (${insertRootRunFrom("r LEFT JOIN room s ON true", {
-    start: {
-      status: `CASE WHEN s."${WORKER_PREFIX}id" IS NULL THEN 'queued' ELSE '${START.to}' END`,
-      columns: "worker_id, started_at, lease, push_holder",
-      values: `s."${WORKER_PREFIX}id",
-               CASE WHEN s."${WORKER_PREFIX}id" IS NULL THEN NULL ELSE $16::timestamptz END,
-               CASE WHEN s."${WORKER_PREFIX}id" IS NULL THEN 0 ELSE 1 END,
-               CASE WHEN s."${WORKER_PREFIX}id" IS NULL THEN NULL ELSE $17::text END`,
-    },
+    start: startedAsInserted(`s."${WORKER_PREFIX}id"`, "$16", "$17::text"),
   })}),
   counted AS (${countStartOn(
     `(SELECT "${WORKER_PREFIX}id" FROM room)`,
