@@ -9,6 +9,7 @@ import {
   handOverHeldRuns,
   insertSentRun,
   type NewRun,
+  newRunDispatch,
   repeatEvery,
   runDispatch,
   withdrawConsumer,
@@ -143,13 +144,7 @@ export class DirectRuns {
       );
       return;
     }
-    const job = runDispatch({
-      id: run.id,
-      projectId: run.projectId,
-      dispatchQueue: run.queueName,
-      dispatchSeq: 0,
-    });
-    this.execute(run.id, job, { newRun: run });
+    this.execute(run.id, newRunDispatch(run), { newRun: run });
   }
 
   /** Whether this process runs fewer runs than its max (its jobs' runs and those sent to it). */

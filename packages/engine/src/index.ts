@@ -20,6 +20,7 @@ export {
   directRunsChannel,
   InClusterSender,
   insertSentRun,
+  newRunDispatch,
   withdrawConsumer,
 } from "./in-cluster/direct-runs.js";
 export { createPostgresHost } from "./in-cluster/postgres-host.js";

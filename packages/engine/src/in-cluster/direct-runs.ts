@@ -93,11 +93,12 @@ const MAX_NEW_RUN_INPUT_BYTES = 4096;
  */
 export async function insertSentRun(engine: Pick<Engine, "pool" | "dispatcher">, run: NewRun): Promise<void> {
   const created = await createRootRunIfAbsent(engine.pool, run.projectId, run.request, run.id, run.createdAt);
-  await engine.dispatcher.dispatch([
-    created?.dispatch ??
-      runDispatch({ id: run.id, projectId: run.projectId, dispatchQueue: run.queueName, dispatchSeq: 0 }),
-  ]);
+  await engine.dispatcher.dispatch([created?.dispatch ?? newRunDispatch(run)]);
 }
+
+/** The job of a sent run as inserted (its first dispatch, on its workflow's queue). */
+export const newRunDispatch = (run: NewRun) =>
+  runDispatch({ id: run.id, projectId: run.projectId, dispatchQueue: run.queueName, dispatchSeq: 0 });
 
 /** What may go to a process before its insert: Postgres takes its JSON (no \u0000, no lone surrogate). */
 function mayGoBeforeInsert(request: RunRequest): boolean {

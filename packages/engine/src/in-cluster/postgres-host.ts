@@ -121,11 +121,37 @@ export function createPostgresHost(
     };
   };
 
+  /**
+   * A new root run (its own root, no steps yet) whose start is deferred to its first step's write:
+   * what the runner replays it with, from what its job or message carried.
+   */
+  const deferRootRun = (
+    run: Parameters<Engine["executions"]["deferStart"]>[0],
+    carried: { projectId: string; workflowId: string; attempt: number; queueName: string; input: unknown },
+  ) => {
+    deferred = engine.executions.deferStart(run, began, options.deferStartMs);
+    loaded = { steps: [], waits: [] };
+    fresh = true;
+    const id = run.executionId;
+    observe({ projectId: carried.projectId, workflowId: carried.workflowId, rootExecutionId: id });
+    return {
+      input: carried.input,
+      execution: {
+        id,
+        workflowId: carried.workflowId,
+        attempt: carried.attempt,
+        queueName: carried.queueName,
+        parentExecutionId: null,
+        rootExecutionId: id,
+      },
+    };
+  };
+
   return {
     async start() {
       if (mayDefer(job.first, options.delivery)) {
-        const first = job.first;
-        deferred = engine.executions.deferStart(
+        const { first } = job;
+        return deferRootRun(
           {
             executionId: job.executionId,
             dispatchSeq: job.dispatchSeq,
@@ -133,50 +159,25 @@ export function createPostgresHost(
             workerId: options.workerId(),
             takenAt: new Date(),
           },
-          began,
-          options.deferStartMs,
+          { ...first, projectId: job.projectId },
         );
-        loaded = { steps: [], waits: [] };
-        fresh = true;
-        // A root run (the only kind whose job carries FirstRun) is its own root.
-        observe({ projectId: job.projectId, workflowId: first.workflowId, rootExecutionId: job.executionId });
-        return {
-          input: first.input,
-          execution: {
-            id: job.executionId,
-            workflowId: first.workflowId,
-            attempt: first.attempt,
-            queueName: first.queueName,
-            parentExecutionId: null,
-            rootExecutionId: job.executionId,
-          },
-        };
       }
       if (options.newRun) {
         const run = options.newRun;
         const workerId = options.workerId();
         // Only a registered process is sent new runs; one re-registering gives them back (its caller).
         if (!workerId) throw new Error("this process has no worker row to start the run on");
-        deferred = engine.executions.deferStart(
+        return deferRootRun(
           { executionId: run.id, taking: insertTaking(run, workerId, new Date()) },
-          began,
-          options.deferStartMs,
-        );
-        loaded = { steps: [], waits: [] };
-        fresh = true;
-        observe({ projectId: run.projectId, workflowId: run.request.workflowId, rootExecutionId: run.id });
-        return {
-          // As a replay will read it back from Postgres.
-          input: inJsonbOrder(run.request.input ?? {}),
-          execution: {
-            id: run.id,
+          {
+            projectId: run.projectId,
             workflowId: run.request.workflowId,
             attempt: 1,
             queueName: run.queueName,
-            parentExecutionId: null,
-            rootExecutionId: run.id,
+            // As a replay will read it back from Postgres.
+            input: inJsonbOrder(run.request.input ?? {}),
           },
-        };
+        );
       }
       if (options.started) {
         // Started (and counted) by the API that sent it here.
