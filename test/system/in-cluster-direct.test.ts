@@ -6,6 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { countOf } from "../fixtures/side-effects.js";
 import { eventually, type Proc, type System, startSystem } from "./harness.js";
 
+/** A worker's lease (SPOOL_JOB_LOCK_MS) that no stall of a loaded machine outlasts. */
+const LONG_LEASE = { SPOOL_JOB_LOCK_MS: "30000" };
+
 describe("runs started on in-cluster workers without jobs (real worker and scheduler processes)", () => {
   let sys: System;
 
@@ -162,7 +165,9 @@ describe("runs started on in-cluster workers without jobs (real worker and sched
   });
 
   it("a run its caller waits for is sent before its insert: the process inserts it with its first step, no job", async () => {
-    const worker = await sys.startWorker();
+    // A lease far longer than the run: these check the insert's path, not a frozen worker's hand-over
+    // (a 2 s lease can lapse while a loaded CI box stalls a worker that has just started).
+    const worker = await sys.startWorker(LONG_LEASE);
     const channels = await listen(`spool:runs:*`);
     try {
       const consumer = await advertised(worker);
@@ -185,7 +190,9 @@ describe("runs started on in-cluster workers without jobs (real worker and sched
   });
 
   it("a wait shorter than the run answers with the run as the process inserted it, which then completes once", async () => {
-    const worker = await sys.startWorker();
+    // A lease far longer than the run: these check the insert's path, not a frozen worker's hand-over
+    // (a 2 s lease can lapse while a loaded CI box stalls a worker that has just started).
+    const worker = await sys.startWorker(LONG_LEASE);
     try {
       const consumer = await advertised(worker);
       await sendsNewRunsTo("slow-middle", [consumer]);

@@ -235,7 +235,8 @@ export function insertTaking(run: NewRun, workerId: string, takenAt: Date): Taki
       text: INSERT_NEW_WITH_STEP,
       values: [...stepValues, ...insertValues, ...params],
     }),
-    // As its API would insert it: queued, under the first dispatch and lease.
+    // A claim no row of it ever stands under (a moved-on run is never running at lease 0): a lost
+    // run's completed step is kept for whoever runs it, nothing else.
     before: { dispatchSeq: 0, lease: 0 },
     whyNotTaken: (row) =>
       row?.registered === false
