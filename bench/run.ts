@@ -171,7 +171,9 @@ async function main() {
   const closedLoop = await peerLoadScenario(sys, plan.closedLoop);
   log(`events: ${plan.events.batches * 100} events into a batch_size 100 trigger`);
   const events = await eventsScenario(sys, plan.events);
-  log(`push path: ${plan.push.runs} runs one at a time through a remote worker`);
+  log(
+    `push path: ${plan.push.runs} runs one at a time through a remote worker, in turns with in-cluster runs`,
+  );
   const push = await pushScenario(sys, { ...plan.push, concurrency });
   for (const app of [...sys.apis, ...sys.workers, sys.remote, sys.scheduler]) {
     if (!app.alive) throw new Error(`${app.name} died during the benchmark\n${app.tail}`);

@@ -642,6 +642,12 @@ export interface PushResult {
   warmupRuns: number;
   /** One run at a time through the remote worker (POST …/run?wait=30 until its response). */
   serialMs: Summary;
+  /**
+   * One run at a time through the in-cluster worker, each right before one of serialMs': the
+   * remote path's ratio is of figures taken under the same conditions (the machine is shared, and
+   * the bench's load phases leave Postgres and the caches in another state than at its start).
+   */
+  inClusterSerialMs: Summary;
   /** `concurrency` clients each starting the next run as soon as theirs finished, for `windowMs`. */
   closedLoop: { remote: ClosedLoopResult; inCluster: ClosedLoopResult };
 }
@@ -662,8 +668,14 @@ export async function pushScenario(
     return performance.now() - t0;
   };
   for (let i = 0; i < o.warmup; i++) await runOnce(REMOTE_WORKFLOW, -1 - i);
+  // In turns, an in-cluster run then a remote one: whatever the machine does meanwhile (other
+  // tenants, autovacuum after the load phases) falls on both paths alike.
   const serial: number[] = [];
-  for (let i = 0; i < o.runs; i++) serial.push(await runOnce(REMOTE_WORKFLOW, i));
+  const inClusterSerial: number[] = [];
+  for (let i = 0; i < o.runs; i++) {
+    inClusterSerial.push(await runOnce(WORKFLOW, i));
+    serial.push(await runOnce(REMOTE_WORKFLOW, i));
+  }
 
   const cpuGroups = { ...cpuGroupsOf(sys), "remote worker": () => [sys.remote.pid] };
   const closedLoop = async (workflow: string): Promise<ClosedLoopResult> => {
@@ -694,5 +706,10 @@ export async function pushScenario(
   const remote = await closedLoop(REMOTE_WORKFLOW);
   await sleep(1000);
   const inCluster = await closedLoop(WORKFLOW);
-  return { warmupRuns: o.warmup, serialMs: summarize(serial), closedLoop: { remote, inCluster } };
+  return {
+    warmupRuns: o.warmup,
+    serialMs: summarize(serial),
+    inClusterSerialMs: summarize(inClusterSerial),
+    closedLoop: { remote, inCluster },
+  };
 }

@@ -89,6 +89,7 @@ describe("npm run bench -- --smoke", () => {
 
     // The remote push path: serial runs through the remote worker, and both closed loops completed runs.
     measured(r.push.serialMs, r.setup.plan.push.runs);
+    measured(r.push.inClusterSerialMs, r.setup.plan.push.runs);
     for (const loop of [r.push.closedLoop.remote, r.push.closedLoop.inCluster]) {
       expect(loop.completed).toBeGreaterThan(0);
       expect(loop.failed).toBe(0);
