@@ -23,6 +23,7 @@ import {
   storeStep,
 } from "./journal-store.js";
 import { startedAsInserted, takenColumns } from "./start-execution.js";
+import { countStartOn } from "./start-on-push-worker.js";
 import { rawTransition } from "./transition.js";
 
 /*
@@ -136,6 +137,33 @@ const INSERT_NEW_WITH_STEP = `
          s.output, s.error, s.attempts, t.*
     FROM (SELECT 1) one LEFT JOIN saved s ON true LEFT JOIN inserted t ON true`;
 
+// Purpose: a NewRun pushed to a push worker before its insert (push-dispatcher.ts), inserted started on
+// that worker and held by the API that pushed it, as INSERT_ROOT_RUN_ON_PUSH_WORKER leaves a run it
+// starts; the worker's push_starts moves on as with every start there. Params: INSERT_NEW's. Locks:
+// the worker's row. Result: INSERT_NEW's.
+const INSERT_NEW_ON_PUSH_WORKER = `
+  WITH ${insertNewRun((n) => `$${n}`, "$17", "$18", "$19")},
+  counted AS (${countStartOn("$17::uuid", "EXISTS (SELECT 1 FROM inserted)")})
+  SELECT EXISTS (SELECT 1 FROM r) AS registered, t.* FROM (SELECT 1) one LEFT JOIN inserted t ON true`;
+
+/** The most bytes of JSON input a new run sent before its insert carries (a larger one is inserted first). */
+const MAX_NEW_RUN_INPUT_BYTES = 4096;
+
+/**
+ * Whether a new run may go to a worker before its insert: its input is small, and Postgres takes its
+ * JSON (no \u0000, no lone surrogate), so that the insert cannot refuse what already runs.
+ */
+export function mayGoBeforeInsert(request: RunRequest): boolean {
+  const input = JSON.stringify(request.input ?? {});
+  if (Buffer.byteLength(input) > MAX_NEW_RUN_INPUT_BYTES) return false;
+  // JSON.stringify escapes only these among what jsonb refuses.
+  return [
+    input,
+    JSON.stringify(request.initialState ?? null),
+    JSON.stringify(request.channelContext ?? null),
+  ].every((json) => !/\\u(0000|d[89a-f])/i.test(json));
+}
+
 /** A new plain root run an API sent to this process before inserting it (see above). */
 export interface NewRun {
   id: string;
@@ -222,6 +250,29 @@ export async function insertNewRunOn(
   if (await executionExists(pool, run.id)) return;
   const { rows } = await pool.query<TakeRow>(insertNewStatement(run, on, new Date()));
   if (rows[0]?.registered === false) throw notFound("workflow", run.request.workflowId);
+}
+
+/**
+ * A NewRun already pushed to the push worker `workerId`, inserted started on it and held by this
+ * process (`holder`): the started row. Throws not found when its workflow is not registered.
+ */
+export async function insertNewRunOnPushWorker(
+  pool: pg.Pool,
+  run: NewRun,
+  workerId: string,
+  holder: string,
+): Promise<Execution> {
+  const { rows } = await pool.query<TakeRow>({
+    name: "spool_insert_new_on_push_worker",
+    text: INSERT_NEW_ON_PUSH_WORKER,
+    values: [...insertValuesOf(run), workerId, run.createdAt, holder],
+  });
+  const row = rows[0];
+  if (row?.registered === false) throw notFound("workflow", run.request.workflowId);
+  const started = row && unprefixed<Execution>(row, STARTED);
+  // A fresh id is never there already; should it be, the run is not this insert's.
+  if (!started?.id) throw new Error(`execution ${run.id} was there before its insert`);
+  return started;
 }
 
 /** A NewRun, inserted started on this process (registered as `workerId`), taken at `takenAt`. */

@@ -81,7 +81,7 @@ const roomOnPushWorker = (workerId: string, max: string, missed = "0") => `
 // a concurrent start that counted the worker's runs before this one committed can tell (see
 // START_QUEUED_ON_PUSH_WORKER).
 const PUSH_STARTS_MOD = 2147483647;
-const countStartOn = (workerId: string, started: string) => `
+export const countStartOn = (workerId: string, started: string) => `
     UPDATE workers SET push_starts = (push_starts + 1) % ${PUSH_STARTS_MOD} WHERE id = ${workerId} AND ${started}`;
 // How many starts on the worker committed after the statement's snapshot: its push_starts as locked
 // (the latest version) less the snapshot's.

@@ -11,7 +11,7 @@ import {
   type RunRequest,
   runDispatch,
 } from "../execution/create-executions.js";
-import { insertNewRunOn, type NewRun } from "../execution/deferred-start.js";
+import { insertNewRunOn, mayGoBeforeInsert, type NewRun } from "../execution/deferred-start.js";
 import type { RunsStartedWithoutJob, SentNewRun } from "../execution/executions.js";
 import {
   CONSUMER_FRESH_MS,
@@ -83,8 +83,6 @@ export function decodeDirectRun(message: string): DirectRun {
  * no-op when its process did; otherwise the process is gone, frozen or never got the message).
  */
 export const NEW_RUN_INSERT_BOUND_MS = 1000;
-/** The most bytes of JSON input a new run sent before its insert carries (a larger one is inserted first). */
-const MAX_NEW_RUN_INPUT_BYTES = 4096;
 
 /**
  * A run sent before its insert that its process will not run (no room, or it failed there), inserted
@@ -99,19 +97,6 @@ export async function insertSentRun(engine: Pick<Engine, "pool" | "dispatcher">,
 /** The job of a sent run as inserted (its first dispatch, on its workflow's queue). */
 export const newRunDispatch = (run: NewRun) =>
   runDispatch({ id: run.id, projectId: run.projectId, dispatchQueue: run.queueName, dispatchSeq: 0 });
-
-/** What may go to a process before its insert: Postgres takes its JSON (no \u0000, no lone surrogate). */
-function mayGoBeforeInsert(request: RunRequest): boolean {
-  const input = JSON.stringify(request.input ?? {});
-  if (Buffer.byteLength(input) > MAX_NEW_RUN_INPUT_BYTES) return false;
-  // JSON.stringify escapes only these among what jsonb refuses: a run with one is inserted first, so
-  // the insert refuses it before anything runs.
-  return [
-    input,
-    JSON.stringify(request.initialState ?? null),
-    JSON.stringify(request.channelContext ?? null),
-  ].every((json) => !/\\u(0000|d[89a-f])/i.test(json));
-}
 
 /** SQLSTATE class of data exceptions: an insert that fails so fails again. */
 const DATA_EXCEPTION = "22";

@@ -6,7 +6,13 @@ import { BULL_PREFIX, bullQueueName, type DispatchRequest, type JobData } from "
 import { CONSUMER_NAME } from "../dispatch/orphaned-jobs.js";
 import type { Engine } from "../engine.js";
 import { claimOf } from "../execution/claim.js";
-import { type CreatedRootRun, type RunRequest, runDispatch } from "../execution/create-executions.js";
+import {
+  type CreatedRootRun,
+  DEFAULT_QUEUE,
+  type RunRequest,
+  runDispatch,
+} from "../execution/create-executions.js";
+import { insertNewRunOnPushWorker, mayGoBeforeInsert, type NewRun } from "../execution/deferred-start.js";
 import type { JournalRows } from "../execution/journal-store.js";
 import {
   createRootRunsOnPushWorkers,
@@ -18,9 +24,12 @@ import {
   startQueuedOnPushWorkersWaiting,
   unstartExecution,
 } from "../execution/start-on-push-worker.js";
+import { laneHasLimit } from "../execution/take-run.js";
 import { maxResultBytes } from "../runtime/result-size.js";
+import { unprefixed, workerFields } from "../sql/rows.js";
 import { showRunningAfterDelay } from "../traces/running-span.js";
 import { InRounds } from "../util/in-rounds.js";
+import { inJsonbOrder } from "../util/jsonb-order.js";
 import { repeatEvery } from "../util/repeat.js";
 import { recordPushOutcome, servedByAnyPushWorker, servedElsewhere } from "../workers/workers.js";
 import { handOverHeldRuns } from "./held-runs.js";
@@ -33,6 +42,46 @@ type RunJob = Extract<JobData, { kind: "run" }>;
 
 /** A run started on a push worker, as the push needs it. */
 type StartedRun = { execution: Execution; worker: WorkerRow; journal?: JournalRows };
+
+/** How the push-before-insert lookup names a worker's fields. */
+const WORKER_PREFIX = "worker.";
+
+/** What a push carries of its run (PushRequest), from its row or from a run not inserted yet. */
+type PushedFields = Pick<
+  Execution,
+  | "id"
+  | "workflowId"
+  | "deploymentId"
+  | "input"
+  | "parentExecutionId"
+  | "rootExecutionId"
+  | "stepKey"
+  | "attempt"
+  | "createdAt"
+  | "sessionId"
+  | "userId"
+  | "otelTraceparent"
+  | "otelSpanId"
+  | "initialState"
+  | "runTimeoutSeconds"
+  | "channelContext"
+  | "dispatchSeq"
+  | "lease"
+  | "queueName"
+>;
+
+/**
+ * A workflow whose new runs may be pushed before their insert (pushBeforeInsert), as of the last
+ * refresh: registered (its latest registration's queue and deployment), on a lane without a limit,
+ * with the online push workers not paused that serve it and prove the push's claim on their calls
+ * (capabilities.spool_claims: another API replica can tell their calls for a run not in yet), and
+ * the runs each was running then.
+ */
+interface PushableWorkflow {
+  lane: string;
+  deploymentId: string;
+  workers: { worker: WorkerRow; running: number; heldThen: number }[];
+}
 
 export interface PushDispatcherOptions {
   logger: Logger;
@@ -124,6 +173,10 @@ export class PushDispatcher {
   );
   /** Runs this process started and pushed without a job, as started. */
   private readonly heldWithoutJob = new Map<string, Execution>();
+  /** `<project> <workflow>` of the workflows whose new runs may be pushed before their insert. */
+  private pushable = new Map<string, PushableWorkflow>();
+  /** Runs pushed before their insert that this process holds, by push worker. */
+  private readonly heldBeforeInsert = new Map<string, number>();
   /** Jobs of runs handed over while Redis would not take them: enqueued again each refresh. */
   private readonly handOversDue = new Map<string, DispatchRequest>();
 
@@ -175,6 +228,8 @@ export class PushDispatcher {
    * first try; when that takes nothing either, the run's job is enqueued as for any run.
    */
   async createAndStart(projectId: string, request: RunRequest, id: string): Promise<CreatedRootRun> {
+    const pushed = this.pushBeforeInsert(projectId, request, id);
+    if (pushed) return pushed;
     const { created, started } = await this.newRunStarts.run(projectId, {
       projectId,
       request,
@@ -200,20 +255,102 @@ export class PushDispatcher {
   }
 
   /**
+   * A new run pushed to a push worker at once, while its insert (started on that worker, held here:
+   * what createAndStart's statement leaves) is on its way: the insert's round trip and commit overlap
+   * the push instead of coming before it. The worker's calls that come before the insert is done wait
+   * for it here (PushedRuns.expectInsert), and on another API replica for the row to appear
+   * (remote-runs.ts). Null when the run cannot go this way; createAndStart's statement takes it then.
+   *
+   * The worker is chosen here, among those that served the workflow at the last refresh, by the runs
+   * each ran then and the runs pushed this way from here since: a soft bound, unlike the statement's
+   * count under the worker's lock. The worker's own bound is the hard one: a worker at capacity
+   * answers 429, and the run goes back to its queue as after any push not taken. An insert that fails
+   * (the workflow archived since the refresh, Postgres away) fails the request, and the worker is
+   * told to cancel the run: its first step may have run, as a process that inserts a run with its
+   * first step (deferred-start.ts) may have run it for an insert that then fails.
+   */
+  private pushBeforeInsert(
+    projectId: string,
+    request: RunRequest,
+    id: string,
+  ): Promise<CreatedRootRun> | null {
+    const to = this.pushable.get(`${projectId} ${request.workflowId}`);
+    if (this.stopping || !to || request.deploymentId || !mayGoBeforeInsert(request)) return null;
+    const worker = this.roomiest(to);
+    if (!worker) return null;
+    const run: NewRun = { id, projectId, request, queueName: to.lane, createdAt: new Date() };
+    const timeoutMs = this.o.pushTimeoutMs ?? 10_000;
+    this.countHeld(worker.id, 1);
+    let released = false;
+    const release = () => {
+      if (!released) this.countHeld(worker.id, -1);
+      released = true;
+    };
+    // Counted from now until the push is answered and its run marked pushed (pushAndHold): stop()
+    // waits for it, so no run is handed to its job before its push arrived.
+    this.pushing++;
+    const push = sendPush(
+      worker,
+      pushBodyOf(newRunAsPushed(run, to.deploymentId), worker, EMPTY_JOURNAL),
+      timeoutMs,
+    ).then((outcome) => {
+      if (outcome.kind !== "accepted") this.passOver(worker.id);
+      return outcome;
+    });
+    const inserted = insertNewRunOnPushWorker(this.engine.pool, run, worker.id, CONSUMER_NAME).then(
+      (execution) => {
+        // Before the worker's waiting calls go on: they find the run known here, and its watch
+        // (pushAndHold's, registered at once) sees every transition they make.
+        void this.pushWithoutJob({ execution, worker }, push).finally(release);
+        return { execution, dispatch: runDispatch(execution) };
+      },
+      (err: unknown) => {
+        release();
+        void push
+          .then((outcome) => outcome.kind === "accepted" && sendCancel(worker, id, timeoutMs))
+          .finally(() => this.pushing--);
+        throw err;
+      },
+    );
+    this.engine.pushedRuns.expectInsert(id, inserted);
+    return inserted;
+  }
+
+  /** The worker with the most room for a run pushed before its insert, if one has room (see above). */
+  private roomiest(to: PushableWorkflow): WorkerRow | undefined {
+    let best: { worker: WorkerRow; load: number } | undefined;
+    for (const { worker, running, heldThen } of to.workers) {
+      const held = this.heldBeforeInsert.get(worker.id) ?? 0;
+      // Others' runs as of the refresh, and this process's now.
+      const load = Math.max(0, running - heldThen) + held;
+      if (worker.maxConcurrentExecutions !== null && load >= worker.maxConcurrentExecutions) continue;
+      if (!best || load < best.load) best = { worker, load };
+    }
+    return best?.worker;
+  }
+
+  private countHeld(workerId: string, by: number): void {
+    const held = (this.heldBeforeInsert.get(workerId) ?? 0) + by;
+    if (held > 0) this.heldBeforeInsert.set(workerId, held);
+    else this.heldBeforeInsert.delete(workerId);
+  }
+
+  /**
    * Pushes a run started without a job and holds it until it leaves its worker. A push the worker
    * does not take gives the run back to the queue, with its job; anything that goes wrong, or this
    * process stopping, hands the run to its job, which decides from the run as stored (adopt it, or
-   * start it again under a new lease).
+   * start it again under a new lease). `sent`: the run's push, sent before its insert.
    */
-  private async pushWithoutJob(started: StartedRun): Promise<void> {
+  private async pushWithoutJob(started: StartedRun, sent?: Promise<PushOutcome>): Promise<void> {
     const id = started.execution.id;
     // The job of the run's current dispatch (a start keeps the dispatch sequence).
     const job = runDispatch(started.execution);
     this.heldWithoutJob.set(id, started.execution);
     try {
-      if (this.stopping) {
+      // A push on its way is seen through: its job must know whether the worker has the run.
+      if (this.stopping && !sent) {
         this.handOversDue.set(id, job);
-      } else if (!(await this.pushAndHold(started, true))) {
+      } else if (!(await this.pushAndHold(started, true, sent))) {
         if (await this.unstart(started.execution)) this.handOversDue.set(id, job);
       }
     } catch (err) {
@@ -314,6 +451,55 @@ export class PushDispatcher {
       this.o.logger.info({ queue: name }, "no push worker serves the queue now; stopped taking its runs");
     }
     this.servedWorkflows = served;
+    this.pushable = await this.pushableWorkflows();
+  }
+
+  /** See PushableWorkflow. */
+  private async pushableWorkflows(): Promise<Map<string, PushableWorkflow>> {
+    // This process's runs as the lookup begins: the running counts include those inserted by then.
+    const heldThen = new Map(this.heldBeforeInsert);
+    // Purpose: see PushableWorkflow. Locks: none. Result: one row per (workflow, push worker).
+    const rows = await this.engine.prisma.$queryRaw<Record<string, unknown>[]>(Prisma.sql`
+      SELECT s.*, ${Prisma.raw(laneHasLimit('s."projectId"', "s.lane"))} AS limited FROM (
+        SELECT ${Prisma.raw(workerFields("w", WORKER_PREFIX))}, w.project_id AS "projectId",
+               f.workflow_id AS "workflowId", g.lane, g.deployment_id AS "deploymentId",
+               (SELECT count(*) FROM executions x WHERE x.worker_id = w.id AND x.status = 'running')::int
+                 AS running
+          FROM workers w,
+               jsonb_array_elements_text(CASE WHEN jsonb_typeof(w.capabilities -> 'workflow_ids') = 'array'
+                                              THEN w.capabilities -> 'workflow_ids' ELSE '[]'::jsonb END)
+                 AS f(workflow_id),
+               LATERAL (SELECT COALESCE(r.queue_name, ${DEFAULT_QUEUE}) AS lane, r.deployment_id
+                          FROM workflow_registrations r
+                         WHERE r.project_id = w.project_id AND r.workflow_id = f.workflow_id
+                           AND r.archived_at IS NULL
+                         ORDER BY r.updated_at DESC LIMIT 1) g
+         WHERE w.mode = 'push' AND w.status = 'online' AND w.push_endpoint_url IS NOT NULL
+           AND w.capabilities @> '{"spool_claims": true}'::jsonb
+           AND (w.push_paused_until IS NULL OR w.push_paused_until <= now())) s`);
+    const pushable = new Map<string, PushableWorkflow>();
+    for (const row of rows) {
+      const { projectId, workflowId, lane, deploymentId, running, limited } = row as {
+        projectId: string;
+        workflowId: string;
+        lane: string;
+        deploymentId: string;
+        running: number;
+        limited: boolean;
+      };
+      if (limited || (this.o.projectIds && !this.o.projectIds.includes(projectId))) continue;
+      const worker = unprefixed<WorkerRow>(row, WORKER_PREFIX);
+      const key = `${projectId} ${workflowId}`;
+      const to = pushable.get(key) ?? { lane, deploymentId, workers: [] };
+      to.workers.push({ worker, running, heldThen: heldThen.get(worker.id) ?? 0 });
+      pushable.set(key, to);
+    }
+    return pushable;
+  }
+
+  /** A worker that did not take a push gets no run pushed before its insert until the next refresh. */
+  private passOver(workerId: string): void {
+    for (const to of this.pushable.values()) to.workers = to.workers.filter((w) => w.worker.id !== workerId);
   }
 
   private async process(job: Job<JobData, string>, token?: string): Promise<string> {
@@ -345,7 +531,11 @@ export class PushDispatcher {
    * leaves that worker (true). False when the worker did not take it: the run is still started, for
    * the caller to give back. `withoutJob`: no job holds the run (see hold).
    */
-  private async pushAndHold(started: StartedRun, withoutJob: boolean): Promise<boolean> {
+  private async pushAndHold(
+    started: StartedRun,
+    withoutJob: boolean,
+    sent?: Promise<PushOutcome>,
+  ): Promise<boolean> {
     const { execution, worker, journal } = started;
     this.engine.metrics.runStarted(execution);
     // Watched from now, as started (not read again). The worker routes may act on it as started
@@ -359,13 +549,11 @@ export class PushDispatcher {
     this.engine.pushedRuns.add(execution);
     let outcome: PushOutcome;
     try {
-      this.pushing++;
+      // A push sent before its insert was counted as it left (pushBeforeInsert).
+      if (!sent) this.pushing++;
       try {
-        outcome = await sendPush(
-          worker,
-          await this.pushBody(execution, worker, journal),
-          this.o.pushTimeoutMs ?? 10_000,
-        );
+        outcome = await (sent ??
+          sendPush(worker, await this.pushBody(execution, worker, journal), this.o.pushTimeoutMs ?? 10_000));
         // The worker has the run now: a dispatcher that adopts this job later must only wait.
         if (outcome.kind === "accepted") await markPushed(this.engine.pool, claimOf(execution), execution.id);
       } finally {
@@ -545,32 +733,76 @@ export class PushDispatcher {
             where: { id: rootId },
             select: { workflowId: true },
           });
-    return {
-      worker_id: worker.id,
-      execution_id: e.id,
-      workflow_id: e.workflowId,
-      deployment_id: e.deploymentId,
-      payload: e.input,
-      parent_execution_id: e.parentExecutionId,
-      root_execution_id: rootId,
-      root_workflow_id: root?.workflowId ?? e.workflowId,
-      step_key: e.stepKey,
-      retry_count: e.attempt - 1,
-      created_at: e.createdAt.toISOString(),
-      session_id: e.sessionId,
-      user_id: e.userId,
-      otel_traceparent: e.otelTraceparent,
-      otel_span_id: e.otelSpanId,
-      initial_state: e.initialState ?? null,
-      run_timeout_seconds: e.runTimeoutSeconds,
-      channel_context: e.channelContext ?? null,
-      spool_claim: `${e.dispatchSeq}.${e.lease}`,
-      attempt: e.attempt,
-      queue_name: e.queueName,
-      ...journalWithin(journal, MAX_PUSHED_JOURNAL_BYTES),
-      spool_max_result_bytes: maxResultBytes(),
-    };
+    return pushBodyOf(e, worker, journal, root?.workflowId);
   }
+}
+
+/** A new run's journal: nothing stored yet (pushed with it, the worker reads none). */
+const EMPTY_JOURNAL: JournalRows = { steps: [], waits: [] };
+
+/** The push of a run: `rootWorkflowId` is its root's workflow, when it is not its own root. */
+function pushBodyOf(
+  e: PushedFields,
+  worker: WorkerRow,
+  journal: JournalRows | undefined,
+  rootWorkflowId?: string,
+): PushRequest {
+  return {
+    worker_id: worker.id,
+    execution_id: e.id,
+    workflow_id: e.workflowId,
+    deployment_id: e.deploymentId,
+    payload: e.input,
+    parent_execution_id: e.parentExecutionId,
+    root_execution_id: e.rootExecutionId ?? e.id,
+    root_workflow_id: rootWorkflowId ?? e.workflowId,
+    step_key: e.stepKey,
+    retry_count: e.attempt - 1,
+    created_at: e.createdAt.toISOString(),
+    session_id: e.sessionId,
+    user_id: e.userId,
+    otel_traceparent: e.otelTraceparent,
+    otel_span_id: e.otelSpanId,
+    initial_state: e.initialState ?? null,
+    run_timeout_seconds: e.runTimeoutSeconds,
+    channel_context: e.channelContext ?? null,
+    spool_claim: `${e.dispatchSeq}.${e.lease}`,
+    attempt: e.attempt,
+    queue_name: e.queueName,
+    ...journalWithin(journal, MAX_PUSHED_JOURNAL_BYTES),
+    spool_max_result_bytes: maxResultBytes(),
+  };
+}
+
+/**
+ * What the insert of a run pushed before it (insertNewRunOnPushWorker) stores of what the push
+ * carries: a root run of its workflow's latest registration, started as inserted, its JSON in jsonb's
+ * key order (a replay reads it back so, and must see what the first run saw).
+ */
+function newRunAsPushed(run: NewRun, deploymentId: string): PushedFields {
+  const r = run.request;
+  return {
+    id: run.id,
+    workflowId: r.workflowId,
+    deploymentId,
+    input: inJsonbOrder(r.input ?? {}) as PushedFields["input"],
+    parentExecutionId: null,
+    rootExecutionId: run.id,
+    stepKey: r.stepKey ?? null,
+    attempt: 1,
+    createdAt: run.createdAt,
+    sessionId: r.sessionId ?? null,
+    userId: r.userId ?? null,
+    otelTraceparent: r.otelTraceparent ?? null,
+    otelSpanId: null,
+    initialState: inJsonbOrder(r.initialState ?? null) as PushedFields["initialState"],
+    runTimeoutSeconds: r.runTimeoutSeconds ?? null,
+    channelContext: inJsonbOrder(r.channelContext ?? null) as PushedFields["channelContext"],
+    // startedAsInserted's claim: the first dispatch, the first lease.
+    dispatchSeq: 0,
+    lease: 1,
+    queueName: run.queueName,
+  };
 }
 
 /**

@@ -11,6 +11,8 @@ import type { Claim } from "../execution/claim.js";
  */
 export class PushedRuns {
   private readonly runs = new Map<string, { run: Execution; at: number }>();
+  /** Runs pushed before their insert, by id: settled once the insert is done, either way. */
+  private readonly inserting = new Map<string, Promise<unknown>>();
 
   /**
    * `max`: the most runs kept (adding one more forgets the one added longest ago); `ttlMs`: how
@@ -24,6 +26,26 @@ export class PushedRuns {
     if (this.runs.size > (this.o.max ?? Number.POSITIVE_INFINITY)) {
       this.runs.delete(this.runs.keys().next().value as string);
     }
+  }
+
+  /**
+   * A run pushed before its insert (push-dispatcher.ts): its worker's calls may come first, and wait
+   * for `insert` to be done, which adds the run here when it succeeds.
+   */
+  expectInsert(executionId: string, insert: Promise<unknown>): void {
+    const done = insert.then(
+      () => {},
+      () => {},
+    );
+    this.inserting.set(executionId, done);
+    void done.then(() => {
+      if (this.inserting.get(executionId) === done) this.inserting.delete(executionId);
+    });
+  }
+
+  /** Done once the run's insert is, when it was pushed from here before it (undefined otherwise). */
+  insertOf(executionId: string): Promise<unknown> | undefined {
+    return this.inserting.get(executionId);
   }
 
   /** The run left its worker (or the push was not taken): forgets that start, not a later one. */

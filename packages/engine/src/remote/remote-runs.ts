@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Execution, StepResult, Wait, Worker } from "@spool/db";
 import { badRequest, conflict, isUuid, notFound, type SerializedError, SpoolError } from "@spool/shared";
 import type { EngineDeps } from "../deps.js";
@@ -66,6 +67,16 @@ const REMOTE_WAITS = `SELECT step_key AS "stepKey", seq, kind, wake_at AS "wakeA
  * claim, but a completed step result is stored before that check refuses the caller.
  */
 const IDENTIFIED_RUNS = { max: 1000, ttlMs: 5000 };
+
+/**
+ * The waits between reads of a run that is not in Postgres when a worker proving the claim of a run
+ * started as inserted calls for it: another API replica may have pushed it before its insert
+ * committed (push-dispatcher.ts; only to workers whose calls carry the claim), which is usually a
+ * millisecond or two away. A run that never comes is answered not found after ~2 s.
+ */
+const PUSHED_BEFORE_INSERT_WAITS_MS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000];
+const mayBePushedBeforeInsert = (caller: RemoteCaller) =>
+  caller.claim?.dispatchSeq === 0 && caller.claim.lease === 1;
 
 /** A claim no run holds: a write under it stores a completed result and is then refused. */
 const FENCED: Claim = { dispatchSeq: -1, lease: -1 };
@@ -366,6 +377,8 @@ export class RemoteRuns {
     act: (who: Identity, refuse: (e: Execution) => Error) => Promise<T>,
     o: { endsTurn?: boolean } = {},
   ): Promise<T> {
+    // A run this process pushed before its insert is acted on once it is in.
+    await this.pushed.insertOf(executionId);
     const started = this.knownStart(projectId, executionId, caller);
     if (started) {
       try {
@@ -410,15 +423,24 @@ export class RemoteRuns {
    * URL, after a re-registration) holds the run's current claim; Spool's SDK proves its exact claim.
    */
   private async identify(projectId: string, executionId: string, caller: RemoteCaller): Promise<Identity> {
-    const row = isUuid(executionId)
-      ? (
-          await this.deps.pool.query<Execution & { holder: Holder | null }>({
-            name: "spool_remote_identify",
-            text: IDENTIFY,
-            values: [executionId, projectId],
-          })
-        ).rows[0]
-      : undefined;
+    if (!isUuid(executionId)) throw notFound("execution", executionId);
+    await this.pushed.insertOf(executionId);
+    const read = async () =>
+      (
+        await this.deps.pool.query<Execution & { holder: Holder | null }>({
+          name: "spool_remote_identify",
+          text: IDENTIFY,
+          values: [executionId, projectId],
+        })
+      ).rows[0];
+    let row = await read();
+    if (!row && mayBePushedBeforeInsert(caller)) {
+      for (const ms of PUSHED_BEFORE_INSERT_WAITS_MS) {
+        await sleep(ms);
+        row = await read();
+        if (row) break;
+      }
+    }
     if (!row) throw notFound("execution", executionId);
     const { holder, ...execution } = row;
     const running = execution.status === "running";

@@ -12,6 +12,8 @@ export interface WorkerCapabilities {
   agent_ids?: string[] | null;
   tool_ids?: string[] | null;
   queues?: string[] | null;
+  /** The worker proves the push's claim on its calls (Spool's SDK): see pushBeforeInsert. */
+  spool_claims?: boolean | null;
 }
 
 export interface RegisterWorkerInput {

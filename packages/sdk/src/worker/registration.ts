@@ -46,6 +46,8 @@ export function capabilitiesOf(definitions: Definitions) {
     agent_ids: all.filter(isAgentDefinition).map((a) => a.id),
     tool_ids: all.filter(isToolDefinition).map((t) => t.id),
     queues: queuesOf(definitions),
+    // Its calls carry X-Spool-Claim: Spool may push it a run before the run's insert commits.
+    spool_claims: true,
   };
 }
 

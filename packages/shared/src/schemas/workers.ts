@@ -17,6 +17,14 @@ export const WorkerCapabilities = z
     agent_ids: z.array(ClientId).max(10_000).nullish(),
     tool_ids: z.array(ClientId).max(10_000).nullish(),
     queues: z.array(ClientId).max(10_000).nullish(),
+    spool_claims: z
+      .boolean()
+      .nullish()
+      .openapi({
+        description:
+          "Spool: the worker's calls carry the push's claim (X-Spool-Claim), as Spool's SDK's do: Spool may " +
+          "then push it a new run while the run's insert is still on its way",
+      }),
   })
   .openapi("WorkerCapabilities");
 

@@ -1,0 +1,173 @@
+// A new run of a workflow a push worker serves is pushed while its insert is on its way
+// (PushDispatcher.pushBeforeInsert): the worker's calls that come first wait for the run to be in,
+// nothing it reports is lost, and a run that cannot be inserted is cancelled on its worker.
+import { createLogger } from "@spool/shared";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { claimOf } from "../../src/execution/claim.js";
+import { PushDispatcher } from "../../src/push/push-dispatcher.js";
+import type { RemoteCaller } from "../../src/remote/remote-runs.js";
+import { createTestEngine } from "../engine-fixture.js";
+import { databaseOfThisFile } from "../file-database.js";
+import { acceptingPushWorker, type FakePushWorker } from "../push-worker-fixture.js";
+
+describe("runs pushed before their insert", () => {
+  let env: Awaited<ReturnType<typeof createTestEngine>>;
+  /** Another API replica: an engine of its own over the same database. */
+  let replica: Awaited<ReturnType<typeof createTestEngine>>["engine"];
+  let dispatcher: PushDispatcher;
+  const workers: Record<string, FakePushWorker & { id: string }> = {};
+  const logger = createLogger("push-before-insert-test", "silent");
+
+  const until = async <T>(what: () => Promise<T | undefined> | T | undefined): Promise<T> => {
+    for (;;) {
+      const found = await what();
+      if (found !== undefined) return found;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  const row = (id: string) => env.prisma.execution.findUnique({ where: { id } });
+  /** The claim a run started as inserted stands under, as its push carries it. */
+  const callerFor = (workflowId: string): RemoteCaller => ({
+    workerId: workers[workflowId]!.id,
+    claim: { dispatchSeq: 0, lease: 1 },
+  });
+  const step = (stepKey: string) => ({
+    stepKey,
+    output: { done: stepKey },
+    status: "completed" as const,
+    error: null,
+  });
+
+  /** Holds the worker's row locked, which the run's insert (it counts a start there) waits for. */
+  async function lockWorkerRow(workflowId: string): Promise<() => Promise<void>> {
+    const client = new pg.Client({ connectionString: await databaseOfThisFile() });
+    await client.connect();
+    await client.query("BEGIN");
+    await client.query("SELECT 1 FROM workers WHERE id = $1 FOR UPDATE", [workers[workflowId]!.id]);
+    return async () => {
+      await client.query("COMMIT");
+      await client.end();
+    };
+  }
+
+  beforeAll(async () => {
+    env = await createTestEngine({ workflows: ["wf-wait", "wf-other", "wf-gone", "wf-busy", "wf-max"] });
+    replica = (await createTestEngine()).engine;
+    for (const workflowId of ["wf-wait", "wf-other", "wf-gone", "wf-busy", "wf-max"]) {
+      // wf-busy's worker is at capacity for its first push; wf-max's runs one run at a time.
+      const fake = await acceptingPushWorker(
+        workflowId === "wf-busy" ? { answer: (nth) => (nth === 0 ? 429 : 200) } : {},
+      );
+      const registered = await env.engine.workers.register(env.projectId, {
+        deploymentId: "d1",
+        mode: "push",
+        pushEndpointUrl: fake.url,
+        capabilities: { workflow_ids: [workflowId], spool_claims: true },
+        maxConcurrentExecutions: workflowId === "wf-max" ? 1 : 10,
+      });
+      workers[workflowId] = { ...fake, id: registered.id };
+    }
+    // Looks the workers up once: a registration archived later stays pushable here (wf-gone).
+    dispatcher = new PushDispatcher(env.engine, {
+      logger,
+      refreshMs: 60_000,
+      lockDurationMs: 1000,
+      projectIds: [env.projectId],
+    });
+    dispatcher.start();
+    await dispatcher.refresh();
+  });
+  afterAll(() => dispatcher.stop());
+
+  it("is pushed before it is in Postgres; its worker's calls wait for the insert, on another replica for a bounded time", async () => {
+    const release = await lockWorkerRow("wf-wait");
+    const running = env.engine.executions.run(env.projectId, { workflowId: "wf-wait", input: { n: 1 } });
+    const id = await until(() => workers["wf-wait"]!.pushes[0]);
+    expect(await row(id)).toBeNull();
+
+    // The worker reports its first step to the API that pushed the run, and to another replica.
+    const here = env.engine.remote.saveStep(env.projectId, id, callerFor("wf-wait"), step("one"));
+    const there = replica.remote.saveStep(env.projectId, id, callerFor("wf-wait"), step("one"));
+    // The other replica knows nothing of the push: it looks for the run a while, then gives up.
+    await expect(there).rejects.toMatchObject({ type: "NOT_FOUND" });
+    await release();
+
+    // The API that pushed it waited for its own insert, however long that took.
+    expect(await here).toMatchObject({ stepKey: "one", status: "completed", output: { done: "one" } });
+    const { receipt } = await running;
+    expect(receipt.execution_id).toBe(id);
+    const started = await row(id);
+    expect(started).toMatchObject({
+      status: "running",
+      workerId: workers["wf-wait"]!.id,
+      dispatchSeq: 0,
+      lease: 1,
+    });
+    const done = await env.engine.remote.complete(env.projectId, id, callerFor("wf-wait"), "finished");
+    expect(done).toMatchObject({ status: "completed", result: "finished" });
+    expect(workers["wf-wait"]!.pushes).toEqual([id]);
+  });
+
+  it("another replica's call made before the insert committed acts once it has", async () => {
+    const release = await lockWorkerRow("wf-other");
+    const running = env.engine.executions.run(env.projectId, { workflowId: "wf-other", input: {} });
+    const id = await until(() => workers["wf-other"]!.pushes[0]);
+    const there = replica.remote.saveStep(env.projectId, id, callerFor("wf-other"), step("one"));
+    await release();
+    expect(await there).toMatchObject({ stepKey: "one", status: "completed" });
+    await running;
+    const done = await replica.remote.complete(env.projectId, id, callerFor("wf-other"), "finished");
+    expect(done).toMatchObject({ status: "completed" });
+  });
+
+  it("a run whose insert fails fails its request, and its worker is told to cancel it", async () => {
+    // Archived after the dispatcher's look-up: the push goes out, the insert finds no registration.
+    await env.prisma.workflowRegistration.updateMany({
+      where: { projectId: env.projectId, workflowId: "wf-gone" },
+      data: { archivedAt: new Date() },
+    });
+    await expect(
+      env.engine.executions.run(env.projectId, { workflowId: "wf-gone", input: {} }),
+    ).rejects.toMatchObject({ type: "NOT_FOUND" });
+    // The push went out first (the insert's failure may come back before it arrives).
+    const id = await until(() => workers["wf-gone"]!.pushes[0]);
+    await until(() => (workers["wf-gone"]!.cancels.includes(id) ? true : undefined));
+    expect(await row(id)).toBeNull();
+  });
+
+  it("a push the worker does not take (429) sends the run back to its queue, and it is pushed again, no attempt used", async () => {
+    const { receipt } = await env.engine.executions.run(env.projectId, { workflowId: "wf-busy", input: {} });
+    const id = receipt.execution_id;
+    const again = await until(async () => {
+      const r = await row(id);
+      return r?.status === "running" && r.pushedLease === r.lease && r.lease > 1 ? r : undefined;
+    });
+    expect(workers["wf-busy"]!.pushes).toEqual([id, id]);
+    expect(again.attempt).toBe(1);
+    await env.engine.executions.complete(id, claimOf(again), "done remotely");
+  });
+
+  it("a worker at its max gets no run before its insert: the next run waits in its queue for the room", async () => {
+    const first = (await env.engine.executions.run(env.projectId, { workflowId: "wf-max", input: {} }))
+      .receipt.execution_id;
+    const second = (await env.engine.executions.run(env.projectId, { workflowId: "wf-max", input: {} }))
+      .receipt.execution_id;
+    expect(await row(second)).toMatchObject({ status: "queued" });
+    // The first's push may arrive after its insert is done; the second's comes only with room.
+    await until(() => workers["wf-max"]!.pushes[0]);
+    expect(workers["wf-max"]!.pushes).toEqual([first]);
+
+    const firstRow = await until(async () => {
+      const r = await row(first);
+      return r?.pushedLease === r?.lease ? r : undefined;
+    });
+    await env.engine.executions.complete(first, claimOf(firstRow!), "done remotely");
+    // Started, then pushed: the worker took it once its lease is the one pushed.
+    await until(async () => {
+      const r = await row(second);
+      return r?.status === "running" && r.pushedLease === r.lease ? true : undefined;
+    });
+    expect(workers["wf-max"]!.pushes).toEqual([first, second]);
+  });
+});
