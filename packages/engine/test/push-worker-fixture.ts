@@ -17,8 +17,6 @@ export async function acceptingPushWorker(
   o: {
     /** The status this push is answered with (default 200); `nth` counts pushes from 0. */
     answer?: (nth: number) => number;
-    /** Called as each push comes, before it is answered. */
-    onPush?: (executionId: string) => void;
   } = {},
 ): Promise<FakePushWorker> {
   const pushes: string[] = [];
@@ -34,7 +32,6 @@ export async function acceptingPushWorker(
         const id = (JSON.parse(body) as { execution_id: string }).execution_id;
         status = o.answer?.(pushes.length) ?? 200;
         pushes.push(id);
-        o.onPush?.(id);
       } else if (req.url?.startsWith("/cancel/")) {
         cancels.push(decodeURIComponent(req.url.slice("/cancel/".length)));
       }

@@ -23,7 +23,6 @@ import {
   storeStep,
 } from "./journal-store.js";
 import { startedAsInserted, takenColumns } from "./start-execution.js";
-import { countStartOn } from "./start-on-push-worker.js";
 import { rawTransition } from "./transition.js";
 
 /*
@@ -119,7 +118,8 @@ const insertNewRun = (p: RootRunParam, worker: string, takenAt: string, holder: 
     returning: executionFields("executions", STARTED),
   })})`;
 
-// Purpose: a NewRun's insert on its own (by its process, or by its API for that process). Params:
+// Purpose: a NewRun's insert on its own (by its process, or by its API for that process, or by the API
+// that pushed it to a push worker: insertNewRunOnPushWorker). Params:
 // INSERT_ROOT_RUN's $1–$16, worker, taken at, holder. Locks: the row, when it was there. Result: one
 // row: whether its workflow is registered and, when inserted or taken over, the row ("started.*").
 const INSERT_NEW = `
@@ -136,15 +136,6 @@ const INSERT_NEW_WITH_STEP = `
   SELECT EXISTS (SELECT 1 FROM r) AS registered, s.step_key AS "stepKey", s.seq, s.kind, s.status,
          s.output, s.error, s.attempts, t.*
     FROM (SELECT 1) one LEFT JOIN saved s ON true LEFT JOIN inserted t ON true`;
-
-// Purpose: a NewRun pushed to a push worker before its insert (push-dispatcher.ts), inserted started on
-// that worker and held by the API that pushed it, as INSERT_ROOT_RUN_ON_PUSH_WORKER leaves a run it
-// starts; the worker's push_starts moves on as with every start there. Params: INSERT_NEW's. Locks:
-// the worker's row. Result: INSERT_NEW's.
-const INSERT_NEW_ON_PUSH_WORKER = `
-  WITH ${insertNewRun((n) => `$${n}`, "$17", "$18", "$19")},
-  counted AS (${countStartOn("$17::uuid", "EXISTS (SELECT 1 FROM inserted)")})
-  SELECT EXISTS (SELECT 1 FROM r) AS registered, t.* FROM (SELECT 1) one LEFT JOIN inserted t ON true`;
 
 /** The most bytes of JSON input a new run sent before its insert carries (a larger one is inserted first). */
 const MAX_NEW_RUN_INPUT_BYTES = 4096;
@@ -253,8 +244,11 @@ export async function insertNewRunOn(
 }
 
 /**
- * A NewRun already pushed to the push worker `workerId`, inserted started on it and held by this
- * process (`holder`): the started row. Throws not found when its workflow is not registered.
+ * A NewRun already pushed to the push worker `workerId` (push-dispatcher.ts), inserted started on it
+ * and held by this process (`holder`), as INSERT_ROOT_RUN_ON_PUSH_WORKER leaves a run it starts: the
+ * started row. The worker's row is neither locked nor counted (push_starts): inside a group commit
+ * a wait for that lock would hold up every statement of the group, and the worker's own 429 bounds
+ * these pushes anyway. Throws not found when its workflow is not registered.
  */
 export async function insertNewRunOnPushWorker(
   pool: pg.Pool,
@@ -262,11 +256,9 @@ export async function insertNewRunOnPushWorker(
   workerId: string,
   holder: string,
 ): Promise<Execution> {
-  const { rows } = await pool.query<TakeRow>({
-    name: "spool_insert_new_on_push_worker",
-    text: INSERT_NEW_ON_PUSH_WORKER,
-    values: [...insertValuesOf(run), workerId, run.createdAt, holder],
-  });
+  const { rows } = await pool.query<TakeRow>(
+    insertNewStatement(run, { workerId, name: holder }, run.createdAt),
+  );
   const row = rows[0];
   if (row?.registered === false) throw notFound("workflow", run.request.workflowId);
   const started = row && unprefixed<Execution>(row, STARTED);

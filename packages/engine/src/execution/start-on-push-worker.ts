@@ -18,6 +18,7 @@ import {
   insertRootRunFrom,
   ROOT_RUN_REGISTRATION,
   type RunRequest,
+  rootRunRegistration,
 } from "./create-executions.js";
 import { type JournalRows, journalColumns, journalOf, type RawWait } from "./journal-store.js";
 import { START, startedAsInserted, takenColumns } from "./start-execution.js";
@@ -49,11 +50,13 @@ const LEAST_LOADED_FIRST = `
    LIMIT 1`;
 
 // The online push workers of a project that serve a workflow and are not paused after failed pushes
-// (alias w), least loaded first.
-const pushWorkerFor = (projectId: string, workflowId: string) => `
+// (alias w); pushWorkerFor: least loaded first.
+const pushWorkersOf = (projectId: string, workflowId: string) => `
      w.project_id = ${projectId} AND w.mode = 'push' AND w.status = 'online'
      AND w.capabilities -> 'workflow_ids' @> jsonb_build_array(${workflowId})
-     AND (w.push_paused_until IS NULL OR w.push_paused_until <= now())${LEAST_LOADED_FIRST}`;
+     AND (w.push_paused_until IS NULL OR w.push_paused_until <= now())`;
+const pushWorkerFor = (projectId: string, workflowId: string) =>
+  `${pushWorkersOf(projectId, workflowId)}${LEAST_LOADED_FIRST}`;
 
 /** How recently an in-cluster worker process must have been seen for a run to be sent to it. */
 export const CONSUMER_FRESH_MS = 3000;
@@ -81,7 +84,7 @@ const roomOnPushWorker = (workerId: string, max: string, missed = "0") => `
 // a concurrent start that counted the worker's runs before this one committed can tell (see
 // START_QUEUED_ON_PUSH_WORKER).
 const PUSH_STARTS_MOD = 2147483647;
-export const countStartOn = (workerId: string, started: string) => `
+const countStartOn = (workerId: string, started: string) => `
     UPDATE workers SET push_starts = (push_starts + 1) % ${PUSH_STARTS_MOD} WHERE id = ${workerId} AND ${started}`;
 // How many starts on the worker committed after the statement's snapshot: its push_starts as locked
 // (the latest version) less the snapshot's.
@@ -115,7 +118,7 @@ const TAKE_FOR_PUSH = `
   SELECT taken.*, ${journalColumns("$1::uuid")} FROM taken`;
 
 /** How the one-statement start names the chosen worker's fields in its result. */
-const WORKER_PREFIX = "worker.";
+export const WORKER_PREFIX = "worker.";
 
 // Purpose: a job's queued run → running on the least loaded push worker with room, in one statement
 // that reads nothing first: the worker and the run are locked by the same statement (SKIP LOCKED:
@@ -203,6 +206,47 @@ const INSERT_ROOT_RUN_ON_PUSH_WORKER = `
     `EXISTS (SELECT 1 FROM inserted WHERE inserted.status = '${START.to}')`,
   )})
   SELECT inserted.*, room.* FROM inserted LEFT JOIN room ON true`;
+
+/**
+ * A push worker that may be pushed a new run of `workflowId` before the run's insert
+ * (push-dispatcher.ts): online, not paused, its calls proving the push's claim
+ * (capabilities.spool_claims), serving a registered workflow (its latest registration's lane and
+ * deployment) whose lane has no limit; with the runs it runs now.
+ */
+export interface PushableWorker {
+  projectId: string;
+  workflowId: string;
+  lane: string;
+  deploymentId: string;
+  worker: Worker;
+  running: number;
+}
+
+// Purpose: see PushableWorker. Params: none. Locks: none. Result: one row per (push worker, workflow).
+const PUSHABLE_WORKERS = `
+  SELECT ${workerFields("w", WORKER_PREFIX)}, w.project_id AS "projectId", f.workflow_id AS "workflowId",
+         g.queue AS lane, g.deployment_id AS "deploymentId", ${runningOn("w.id")}::int AS running
+    FROM workers w,
+         jsonb_array_elements_text(CASE WHEN jsonb_typeof(w.capabilities -> 'workflow_ids') = 'array'
+                                        THEN w.capabilities -> 'workflow_ids' ELSE '[]'::jsonb END)
+           AS f(workflow_id),
+         LATERAL (${rootRunRegistration((n) => ({ 2: "w.project_id", 3: "f.workflow_id" })[n] ?? "NULL")}) g
+   WHERE ${pushWorkersOf("w.project_id", "f.workflow_id")}
+     AND w.push_endpoint_url IS NOT NULL AND w.capabilities @> '{"spool_claims": true}'::jsonb
+     AND NOT ${laneHasLimit("w.project_id", "g.queue")}`;
+
+/** Every PushableWorker, of every project. */
+export async function pushableWorkers(prisma: PrismaClient): Promise<PushableWorker[]> {
+  const rows = await prisma.$queryRaw<Record<string, unknown>[]>(Prisma.raw(PUSHABLE_WORKERS));
+  return rows.map((row) => ({
+    projectId: row.projectId as string,
+    workflowId: row.workflowId as string,
+    lane: row.lane as string,
+    deploymentId: row.deploymentId as string,
+    running: row.running as number,
+    worker: unprefixed<Worker>(row, WORKER_PREFIX),
+  }));
+}
 
 export type StartedOnPushWorker = { execution: Execution; worker: Worker; journal: JournalRows };
 type StartedRow = Execution & { journalSteps: JournalRows["steps"]; journalWaits: RawWait[] };

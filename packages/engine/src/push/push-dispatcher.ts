@@ -6,27 +6,22 @@ import { BULL_PREFIX, bullQueueName, type DispatchRequest, type JobData } from "
 import { CONSUMER_NAME } from "../dispatch/orphaned-jobs.js";
 import type { Engine } from "../engine.js";
 import { claimOf } from "../execution/claim.js";
-import {
-  type CreatedRootRun,
-  DEFAULT_QUEUE,
-  type RunRequest,
-  runDispatch,
-} from "../execution/create-executions.js";
+import { type CreatedRootRun, type RunRequest, runDispatch } from "../execution/create-executions.js";
 import { insertNewRunOnPushWorker, mayGoBeforeInsert, type NewRun } from "../execution/deferred-start.js";
 import type { JournalRows } from "../execution/journal-store.js";
+import { STARTED_AS_INSERTED } from "../execution/start-execution.js";
 import {
   createRootRunsOnPushWorkers,
   markPushed,
   type PushStart,
+  pushableWorkers,
   type RootRunToPush,
   startOnPushWorker,
   startQueuedOnPushWorkers,
   startQueuedOnPushWorkersWaiting,
   unstartExecution,
 } from "../execution/start-on-push-worker.js";
-import { laneHasLimit } from "../execution/take-run.js";
 import { maxResultBytes } from "../runtime/result-size.js";
-import { unprefixed, workerFields } from "../sql/rows.js";
 import { showRunningAfterDelay } from "../traces/running-span.js";
 import { InRounds } from "../util/in-rounds.js";
 import { inJsonbOrder } from "../util/jsonb-order.js";
@@ -42,9 +37,6 @@ type RunJob = Extract<JobData, { kind: "run" }>;
 
 /** A run started on a push worker, as the push needs it. */
 type StartedRun = { execution: Execution; worker: WorkerRow; journal?: JournalRows };
-
-/** How the push-before-insert lookup names a worker's fields. */
-const WORKER_PREFIX = "worker.";
 
 /** What a push carries of its run (PushRequest), from its row or from a run not inserted yet. */
 type PushedFields = Pick<
@@ -129,7 +121,9 @@ const AWAY_DELAY_MS = 5000;
  *
  * A new plain root run of a workflow a push worker serves, created in this process, takes no job
  * at all when a push worker has room (`createAndStart`): it is inserted and started by one group
- * commit, pushed, and held here, its row naming this process (`push_holder`). Should this process
+ * commit, pushed, and held here, its row naming this process (`push_holder`); to a worker whose
+ * calls prove the push's claim, the push leaves while that insert is on its way (pushBeforeInsert).
+ * Should this process
  * stop, it hands such runs to jobs; should it die, the scheduler does (OrphanedJobs), and a
  * dispatcher that takes the job adopts or restarts the run as above.
  */
@@ -175,8 +169,10 @@ export class PushDispatcher {
   private readonly heldWithoutJob = new Map<string, Execution>();
   /** `<project> <workflow>` of the workflows whose new runs may be pushed before their insert. */
   private pushable = new Map<string, PushableWorkflow>();
-  /** Runs pushed before their insert that this process holds, by push worker. */
-  private readonly heldBeforeInsert = new Map<string, number>();
+  /** When `pushable` was looked up (ms since the epoch). */
+  private pushableAt = 0;
+  /** Runs this process pushed before their insert and holds still (until they leave), by push worker. */
+  private readonly heldPushedBeforeInsert = new Map<string, number>();
   /** Jobs of runs handed over while Redis would not take them: enqueued again each refresh. */
   private readonly handOversDue = new Map<string, DispatchRequest>();
 
@@ -222,9 +218,9 @@ export class PushDispatcher {
   }
 
   /**
-   * Inserts a plain root run and, in the same commit, starts it on the least loaded push worker with
-   * room, then pushes it without a job (not awaited: the caller is answered once the run is in).
-   * When that start takes nothing, a start that waits for the worker's row is tried as for a job's
+   * Pushes a plain root run before its insert when it can (pushBeforeInsert). Otherwise inserts it
+   * and, in the same commit, starts it on the least loaded push worker with room, then pushes it
+   * without a job (not awaited: the caller is answered once the run is in). When that start takes nothing, a start that waits for the worker's row is tried as for a job's
    * first try; when that takes nothing either, the run's job is enqueued as for any run.
    */
   async createAndStart(projectId: string, request: RunRequest, id: string): Promise<CreatedRootRun> {
@@ -258,14 +254,16 @@ export class PushDispatcher {
    * A new run pushed to a push worker at once, while its insert (started on that worker, held here:
    * what createAndStart's statement leaves) is on its way: the insert's round trip and commit overlap
    * the push instead of coming before it. The worker's calls that come before the insert is done wait
-   * for it here (PushedRuns.expectInsert), and on another API replica for the row to appear
-   * (remote-runs.ts). Null when the run cannot go this way; createAndStart's statement takes it then.
+   * for it here (PushedRuns.expectInsert); another API replica reads the run again briefly, then
+   * answers 404, and the worker calls again under the run's claim until the run is in or cancelled
+   * (remote-runs.ts, runner/http-host.ts). Null when the run cannot go this way (the look-up is
+   * stale, no worker has room, a deployment named, a large input): createAndStart's statement then.
    *
-   * The worker is chosen here, among those that served the workflow at the last refresh, by the runs
+   * The worker is chosen here, among those that served the workflow at the last look-up, by the runs
    * each ran then and the runs pushed this way from here since: a soft bound, unlike the statement's
    * count under the worker's lock. The worker's own bound is the hard one: a worker at capacity
    * answers 429, and the run goes back to its queue as after any push not taken. An insert that fails
-   * (the workflow archived since the refresh, Postgres away) fails the request, and the worker is
+   * (the workflow archived since the look-up, Postgres away) fails the request, and the worker is
    * told to cancel the run: its first step may have run, as a process that inserts a run with its
    * first step (deferred-start.ts) may have run it for an insert that then fails.
    */
@@ -274,11 +272,20 @@ export class PushDispatcher {
     request: RunRequest,
     id: string,
   ): Promise<CreatedRootRun> | null {
+    // A look-up that has failed for a while may no longer say who serves what: the statement decides.
+    if (this.stopping || Date.now() - this.pushableAt > 3 * (this.o.refreshMs ?? 1000)) return null;
     const to = this.pushable.get(`${projectId} ${request.workflowId}`);
-    if (this.stopping || !to || request.deploymentId || !mayGoBeforeInsert(request)) return null;
+    if (!to || request.deploymentId || !mayGoBeforeInsert(request)) return null;
     const worker = this.roomiest(to);
     if (!worker) return null;
-    const run: NewRun = { id, projectId, request, queueName: to.lane, createdAt: new Date() };
+    // Of the registration the push names (as looked up), so that the row is what the push says.
+    const run: NewRun = {
+      id,
+      projectId,
+      request: { ...request, deploymentId: to.deploymentId },
+      queueName: to.lane,
+      createdAt: new Date(),
+    };
     const timeoutMs = this.o.pushTimeoutMs ?? 10_000;
     this.countHeld(worker.id, 1);
     let released = false;
@@ -297,42 +304,59 @@ export class PushDispatcher {
       if (outcome.kind !== "accepted") this.passOver(worker.id);
       return outcome;
     });
-    const inserted = insertNewRunOnPushWorker(this.engine.pool, run, worker.id, CONSUMER_NAME).then(
-      (execution) => {
-        // Before the worker's waiting calls go on: they find the run known here, and its watch
-        // (pushAndHold's, registered at once) sees every transition they make.
-        void this.pushWithoutJob({ execution, worker }, push).finally(release);
-        return { execution, dispatch: runDispatch(execution) };
-      },
-      (err: unknown) => {
-        release();
-        void push
-          .then((outcome) => outcome.kind === "accepted" && sendCancel(worker, id, timeoutMs))
-          .finally(() => this.pushing--);
+    const inserted = insertNewRunOnPushWorker(this.engine.pool, run, worker.id, CONSUMER_NAME)
+      .catch(async (err: unknown) => {
+        // An insert whose outcome is unknown (its connection lost after the commit) counts if the row
+        // is there: cancelling the worker would then hand the run back, to run its steps again.
+        const found = await this.engine.prisma.execution.findUnique({ where: { id } }).catch(() => null);
+        if (found) return found;
         throw err;
-      },
-    );
+      })
+      .then(
+        (execution) => {
+          // Before the worker's waiting calls go on: they find the run known here, and its watch
+          // (pushAndHold's, registered at once) sees every transition they make.
+          void this.pushWithoutJob({ execution, worker }, push).finally(release);
+          return { execution, dispatch: runDispatch(execution) };
+        },
+        (err: unknown) => {
+          release();
+          void push
+            .then((outcome) => outcome.kind === "accepted" && sendCancel(worker, id, timeoutMs))
+            .finally(() => this.pushing--);
+          throw err;
+        },
+      );
     this.engine.pushedRuns.expectInsert(id, inserted);
     return inserted;
   }
 
-  /** The worker with the most room for a run pushed before its insert, if one has room (see above). */
+  /**
+   * The worker with the most room for a run pushed before its insert, if one has room (see above);
+   * of equals, one at random (replicas that looked up the same counts spread their runs).
+   */
   private roomiest(to: PushableWorkflow): WorkerRow | undefined {
     let best: { worker: WorkerRow; load: number } | undefined;
+    let equals = 0;
     for (const { worker, running, heldThen } of to.workers) {
-      const held = this.heldBeforeInsert.get(worker.id) ?? 0;
-      // Others' runs as of the refresh, and this process's now.
+      const held = this.heldPushedBeforeInsert.get(worker.id) ?? 0;
+      // Others' runs as of the look-up, and this process's now.
       const load = Math.max(0, running - heldThen) + held;
       if (worker.maxConcurrentExecutions !== null && load >= worker.maxConcurrentExecutions) continue;
-      if (!best || load < best.load) best = { worker, load };
+      if (!best || load < best.load) {
+        best = { worker, load };
+        equals = 1;
+      } else if (load === best.load && Math.random() * ++equals < 1) {
+        best = { worker, load };
+      }
     }
     return best?.worker;
   }
 
   private countHeld(workerId: string, by: number): void {
-    const held = (this.heldBeforeInsert.get(workerId) ?? 0) + by;
-    if (held > 0) this.heldBeforeInsert.set(workerId, held);
-    else this.heldBeforeInsert.delete(workerId);
+    const held = (this.heldPushedBeforeInsert.get(workerId) ?? 0) + by;
+    if (held > 0) this.heldPushedBeforeInsert.set(workerId, held);
+    else this.heldPushedBeforeInsert.delete(workerId);
   }
 
   /**
@@ -452,43 +476,18 @@ export class PushDispatcher {
     }
     this.servedWorkflows = served;
     this.pushable = await this.pushableWorkflows();
+    this.pushableAt = Date.now();
   }
 
   /** See PushableWorkflow. */
   private async pushableWorkflows(): Promise<Map<string, PushableWorkflow>> {
-    // This process's runs as the lookup begins: the running counts include those inserted by then.
-    const heldThen = new Map(this.heldBeforeInsert);
-    // Purpose: see PushableWorkflow. Locks: none. Result: one row per (workflow, push worker).
-    const rows = await this.engine.prisma.$queryRaw<Record<string, unknown>[]>(Prisma.sql`
-      SELECT s.*, ${Prisma.raw(laneHasLimit('s."projectId"', "s.lane"))} AS limited FROM (
-        SELECT ${Prisma.raw(workerFields("w", WORKER_PREFIX))}, w.project_id AS "projectId",
-               f.workflow_id AS "workflowId", g.lane, g.deployment_id AS "deploymentId",
-               (SELECT count(*) FROM executions x WHERE x.worker_id = w.id AND x.status = 'running')::int
-                 AS running
-          FROM workers w,
-               jsonb_array_elements_text(CASE WHEN jsonb_typeof(w.capabilities -> 'workflow_ids') = 'array'
-                                              THEN w.capabilities -> 'workflow_ids' ELSE '[]'::jsonb END)
-                 AS f(workflow_id),
-               LATERAL (SELECT COALESCE(r.queue_name, ${DEFAULT_QUEUE}) AS lane, r.deployment_id
-                          FROM workflow_registrations r
-                         WHERE r.project_id = w.project_id AND r.workflow_id = f.workflow_id
-                           AND r.archived_at IS NULL
-                         ORDER BY r.updated_at DESC LIMIT 1) g
-         WHERE w.mode = 'push' AND w.status = 'online' AND w.push_endpoint_url IS NOT NULL
-           AND w.capabilities @> '{"spool_claims": true}'::jsonb
-           AND (w.push_paused_until IS NULL OR w.push_paused_until <= now())) s`);
+    // This process's runs as the look-up begins: the running counts include those inserted by then.
+    const heldThen = new Map(this.heldPushedBeforeInsert);
     const pushable = new Map<string, PushableWorkflow>();
-    for (const row of rows) {
-      const { projectId, workflowId, lane, deploymentId, running, limited } = row as {
-        projectId: string;
-        workflowId: string;
-        lane: string;
-        deploymentId: string;
-        running: number;
-        limited: boolean;
-      };
-      if (limited || (this.o.projectIds && !this.o.projectIds.includes(projectId))) continue;
-      const worker = unprefixed<WorkerRow>(row, WORKER_PREFIX);
+    for (const { projectId, workflowId, lane, deploymentId, worker, running } of await pushableWorkers(
+      this.engine.prisma,
+    )) {
+      if (this.o.projectIds && !this.o.projectIds.includes(projectId)) continue;
       const key = `${projectId} ${workflowId}`;
       const to = pushable.get(key) ?? { lane, deploymentId, workers: [] };
       to.workers.push({ worker, running, heldThen: heldThen.get(worker.id) ?? 0 });
@@ -798,9 +797,7 @@ function newRunAsPushed(run: NewRun, deploymentId: string): PushedFields {
     initialState: inJsonbOrder(r.initialState ?? null) as PushedFields["initialState"],
     runTimeoutSeconds: r.runTimeoutSeconds ?? null,
     channelContext: inJsonbOrder(r.channelContext ?? null) as PushedFields["channelContext"],
-    // startedAsInserted's claim: the first dispatch, the first lease.
-    dispatchSeq: 0,
-    lease: 1,
+    ...STARTED_AS_INSERTED,
     queueName: run.queueName,
   };
 }

@@ -6,6 +6,7 @@ import { type Claim, claimOf } from "../execution/claim.js";
 import type { Executions } from "../execution/executions.js";
 import { eventCursorOf, storeStep } from "../execution/journal-store.js";
 import { nextSeq } from "../execution/next-seq.js";
+import { STARTED_AS_INSERTED } from "../execution/start-execution.js";
 import { PushedRuns } from "../push/pushed-runs.js";
 import {
   ExecutionAbortedError,
@@ -72,11 +73,14 @@ const IDENTIFIED_RUNS = { max: 1000, ttlMs: 5000 };
  * The waits between reads of a run that is not in Postgres when a worker proving the claim of a run
  * started as inserted calls for it: another API replica may have pushed it before its insert
  * committed (push-dispatcher.ts; only to workers whose calls carry the claim), which is usually a
- * millisecond or two away. A run that never comes is answered not found after ~2 s.
+ * millisecond or two away. After them the call is answered not found, as for any unknown run; the
+ * worker calls again under that claim until the run is in or Spool cancels it (runner/http-host.ts):
+ * how long an insert takes (a lock, a failover) is not this replica's to bound.
  */
-const PUSHED_BEFORE_INSERT_WAITS_MS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000];
+const PUSHED_BEFORE_INSERT_WAITS_MS = [1, 2, 4, 8, 16, 32, 64];
 const mayBePushedBeforeInsert = (caller: RemoteCaller) =>
-  caller.claim?.dispatchSeq === 0 && caller.claim.lease === 1;
+  caller.claim?.dispatchSeq === STARTED_AS_INSERTED.dispatchSeq &&
+  caller.claim.lease === STARTED_AS_INSERTED.lease;
 
 /** A claim no run holds: a write under it stores a completed result and is then refused. */
 const FENCED: Claim = { dispatchSeq: -1, lease: -1 };

@@ -1,4 +1,5 @@
 import {
+  isStartedAsInsertedClaim,
   MAX_RAN_STEPS,
   type PushRequest,
   runTopic,
@@ -116,11 +117,14 @@ export function createHttpHost(o: {
   const { push } = o;
   const run = `/internal/executions/${encodeURIComponent(push.execution_id)}`;
   const headers = () => ({ "x-worker-id": o.workerId(), "x-spool-claim": push.spool_claim });
+  // A run started by its insert may have been pushed before that committed: a call that finds it
+  // missing is made again, until Spool cancels the run (it does when the insert fails).
+  const retry = isStartedAsInsertedClaim(push.spool_claim) ? { retryNotFound: () => !o.cancelled() } : {};
   const call = <T>(method: string, path: string, body?: unknown) =>
-    o.api.request<T>(method, path, body, headers());
+    o.api.request<T>(method, path, body, headers(), retry);
   /** A step write or the completion, through the worker's reporter. */
   const report = <T>(kind: ReportKind, body: unknown) =>
-    o.reporter.report<T>(push.execution_id, push.spool_claim, kind, body);
+    o.reporter.report<T>(push.execution_id, push.spool_claim, kind, body, retry.retryNotFound);
   /** A settle call: false when Spool says the run is no longer this worker's. */
   const settle = async (verb: "complete" | "wait", body: unknown) => {
     if (o.cancelled()) return false;

@@ -70,14 +70,22 @@ export function createProtocolClient(o: ProtocolClientOptions) {
 
   /**
    * A call to `path` (from the server root, e.g. `/api/v1/workers/register`). Network errors, 5xx
-   * and 429 are retried with backoff for `retryForMs`; a 4xx throws ProtocolError at once.
+   * and 429 are retried with backoff for `retryForMs`; a 4xx throws ProtocolError at once, but a 404
+   * is retried too while `retryNotFound()` holds (a run pushed before its insert committed, asked
+   * about on a Spool that does not wait for it).
    */
   async function request<T>(
     method: string,
     path: string,
     body?: unknown,
     headers: Record<string, string> = {},
+    retry: { retryNotFound?: () => boolean } = {},
   ): Promise<T> {
+    const final = (err: unknown) =>
+      err instanceof ProtocolError &&
+      err.status < 500 &&
+      err.status !== 429 &&
+      !(err.status === 404 && retry.retryNotFound?.());
     const deadline = Date.now() + retryForMs;
     for (let attempt = 0; ; attempt++) {
       let failure: unknown;
@@ -94,10 +102,10 @@ export function createProtocolClient(o: ProtocolClientOptions) {
             : (e.error ?? res.statusText),
           e.details,
         );
-        if (res.status < 500 && res.status !== 429) throw error;
+        if (final(error)) throw error;
         failure = error;
       } catch (err) {
-        if (err instanceof ProtocolError && err.status < 500 && err.status !== 429) throw err;
+        if (final(err)) throw err;
         failure = err;
       }
       const wait = Math.min(8000, 250 * 2 ** attempt);

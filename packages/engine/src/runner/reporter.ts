@@ -12,8 +12,17 @@ export type ReportKind = "step" | "complete";
  * instead of one each. Each report still has its own answer, the one its route would have given.
  */
 export interface Reporter {
-  /** What the run's `POST …/steps` (`step`) or `…/complete` would answer; ProtocolError on a 4xx. */
-  report<T>(executionId: string, claim: string | undefined, kind: ReportKind, body: unknown): Promise<T>;
+  /**
+   * What the run's `POST …/steps` (`step`) or `…/complete` would answer; ProtocolError on a 4xx. A
+   * 404 is tried again while `retryNotFound()` holds (see ProtocolClient.request).
+   */
+  report<T>(
+    executionId: string,
+    claim: string | undefined,
+    kind: ReportKind,
+    body: unknown,
+    retryNotFound?: () => boolean,
+  ): Promise<T>;
 }
 
 /** Batches in flight at once: a slow one holds up no report behind the other. */
@@ -27,6 +36,7 @@ interface Queued {
   kind: ReportKind;
   /** The body as JSON, serialized once. */
   json: string;
+  retryNotFound?: () => boolean;
   resolve: (body: unknown) => void;
   reject: (err: unknown) => void;
 }
@@ -54,6 +64,7 @@ export function createReporter(o: { api: ProtocolClient; workerId: () => string 
         `/internal/executions/${encodeURIComponent(r.executionId)}/${r.kind === "step" ? "steps" : "complete"}`,
         new RawJson(r.json),
         { "x-worker-id": o.workerId(), ...(r.claim === undefined ? {} : { "x-spool-claim": r.claim }) },
+        { retryNotFound: r.retryNotFound },
       )
       .then(r.resolve, r.reject);
 
@@ -84,8 +95,9 @@ export function createReporter(o: { api: ProtocolClient; workerId: () => string 
     results.forEach((out, i) => {
       const r = batch[i] as Queued;
       if (out.status >= 200 && out.status < 300) r.resolve(out.body);
-      // Spool or its database was away for this one: its own route retries it.
-      else if (out.status >= 500 || out.status === 429) void alone(r);
+      // Spool or its database was away for this one (or the run is not in yet): its own route retries it.
+      else if (out.status >= 500 || out.status === 429 || (out.status === 404 && r.retryNotFound?.()))
+        void alone(r);
       else
         r.reject(
           new ProtocolError(
@@ -110,13 +122,20 @@ export function createReporter(o: { api: ProtocolClient; workerId: () => string 
   };
 
   return {
-    report<T>(executionId: string, claim: string | undefined, kind: ReportKind, body: unknown): Promise<T> {
+    report<T>(
+      executionId: string,
+      claim: string | undefined,
+      kind: ReportKind,
+      body: unknown,
+      retryNotFound?: () => boolean,
+    ): Promise<T> {
       return new Promise<T>((resolve, reject) => {
         const r: Queued = {
           executionId,
           claim,
           kind,
           json: JSON.stringify(body ?? null),
+          retryNotFound,
           resolve: resolve as (body: unknown) => void,
           reject,
         };

@@ -39,12 +39,15 @@ describe("runs pushed before their insert", () => {
     error: null,
   });
 
-  /** Holds the worker's row locked, which the run's insert (it counts a start there) waits for. */
-  async function lockWorkerRow(workflowId: string): Promise<() => Promise<void>> {
+  /**
+   * Holds off every write to executions (in this file's own database) until released, as a slow
+   * insert would be held up: reads go on.
+   */
+  async function holdInserts(): Promise<() => Promise<void>> {
     const client = new pg.Client({ connectionString: await databaseOfThisFile() });
     await client.connect();
     await client.query("BEGIN");
-    await client.query("SELECT 1 FROM workers WHERE id = $1 FOR UPDATE", [workers[workflowId]!.id]);
+    await client.query("LOCK TABLE executions IN SHARE MODE");
     return async () => {
       await client.query("COMMIT");
       await client.end();
@@ -80,8 +83,8 @@ describe("runs pushed before their insert", () => {
   });
   afterAll(() => dispatcher.stop());
 
-  it("is pushed before it is in Postgres; its worker's calls wait for the insert, on another replica for a bounded time", async () => {
-    const release = await lockWorkerRow("wf-wait");
+  it("is pushed before it is in Postgres; its worker's calls wait for the insert here, and are made again on another replica", async () => {
+    const release = await holdInserts();
     const running = env.engine.executions.run(env.projectId, { workflowId: "wf-wait", input: { n: 1 } });
     const id = await until(() => workers["wf-wait"]!.pushes[0]);
     expect(await row(id)).toBeNull();
@@ -89,12 +92,20 @@ describe("runs pushed before their insert", () => {
     // The worker reports its first step to the API that pushed the run, and to another replica.
     const here = env.engine.remote.saveStep(env.projectId, id, callerFor("wf-wait"), step("one"));
     const there = replica.remote.saveStep(env.projectId, id, callerFor("wf-wait"), step("one"));
-    // The other replica knows nothing of the push: it looks for the run a while, then gives up.
+    // The other replica knows nothing of the push: it looks for the run a while, then answers not
+    // found, which the worker's client takes as "call again" under this claim (protocol-client.test).
     await expect(there).rejects.toMatchObject({ type: "NOT_FOUND" });
     await release();
 
     // The API that pushed it waited for its own insert, however long that took.
     expect(await here).toMatchObject({ stepKey: "one", status: "completed", output: { done: "one" } });
+    // Made again once the run is in, the other replica's call answers what the first one stored.
+    expect(await replica.remote.saveStep(env.projectId, id, callerFor("wf-wait"), step("one"))).toMatchObject(
+      {
+        stepKey: "one",
+        status: "completed",
+      },
+    );
     const { receipt } = await running;
     expect(receipt.execution_id).toBe(id);
     const started = await row(id);
@@ -110,7 +121,7 @@ describe("runs pushed before their insert", () => {
   });
 
   it("another replica's call made before the insert committed acts once it has", async () => {
-    const release = await lockWorkerRow("wf-other");
+    const release = await holdInserts();
     const running = env.engine.executions.run(env.projectId, { workflowId: "wf-other", input: {} });
     const id = await until(() => workers["wf-other"]!.pushes[0]);
     const there = replica.remote.saveStep(env.projectId, id, callerFor("wf-other"), step("one"));

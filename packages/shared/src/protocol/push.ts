@@ -97,6 +97,23 @@ export function verifyPushSignature(
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
+/**
+ * The claim of a run started by its own insert: its first dispatch, its first lease. Spool may push
+ * such a run to a worker whose calls carry the claim (capabilities.spool_claims) while the insert is
+ * still on its way: until it has committed, another API replica may answer a call for the run 404,
+ * and the worker makes it again.
+ */
+export const STARTED_AS_INSERTED_CLAIM = { dispatchSeq: 0, lease: 1 } as const;
+
+/** Whether a push's claim (`spool_claim`) is that of a run started by its own insert. */
+export function isStartedAsInsertedClaim(value: string | undefined | null): boolean {
+  const claim = parseSpoolClaim(value);
+  return (
+    claim?.dispatchSeq === STARTED_AS_INSERTED_CLAIM.dispatchSeq &&
+    claim.lease === STARTED_AS_INSERTED_CLAIM.lease
+  );
+}
+
 /** The claim in a push, as the engine's Claim: null when malformed. */
 export function parseSpoolClaim(
   value: string | undefined | null,
