@@ -1,8 +1,7 @@
 import type { Execution, PrismaClient, pg } from "@spool/db";
-import { STARTED_AS_INSERTED_CLAIM } from "@spool/shared";
+import { FIRST_START_CLAIM } from "@spool/shared";
 import { TX_OPTIONS } from "../deps.js";
 import { executionFields } from "../sql/rows.js";
-import type { Claim } from "./claim.js";
 import { type JournalRows, journalColumns, journalOf, type RawWait } from "./journal-store.js";
 import { laneHasLimit, takeRunInLane } from "./take-run.js";
 import { rawTransition } from "./transition.js";
@@ -33,16 +32,13 @@ export const takenColumns = (worker: string, startedAt: string, now: string, pus
  * SQL expression; null: it is inserted queued instead) from `startedAt` under its first lease, held
  * by `holder`.
  */
-/** The claim a run started by its insert (startedAsInserted) stands under: its first dispatch and lease. */
-export const STARTED_AS_INSERTED: Claim = STARTED_AS_INSERTED_CLAIM;
-
 export const startedAsInserted = (worker: string, startedAt: string, holder: string) => {
   const ifStarted = (value: string, otherwise: string) =>
     `CASE WHEN ${worker} IS NULL THEN ${otherwise} ELSE ${value} END`;
   return {
     status: ifStarted(`'${START.to}'`, "'queued'"),
     columns: "worker_id, started_at, lease, push_holder",
-    values: `${worker}, ${ifStarted(`${startedAt}::timestamptz`, "NULL")}, ${ifStarted(String(STARTED_AS_INSERTED.lease), "0")}, ${ifStarted(holder, "NULL")}`,
+    values: `${worker}, ${ifStarted(`${startedAt}::timestamptz`, "NULL")}, ${ifStarted(String(FIRST_START_CLAIM.lease), "0")}, ${ifStarted(holder, "NULL")}`,
   };
 };
 

@@ -129,7 +129,8 @@ export const WORKER_PREFIX = "worker.";
 // locked row is its latest version: the starts since the snapshot are added to the count, so a
 // worker is never pushed past its max by Spool's own count (the run is taken only with room left
 // even if every missed start still runs; otherwise the caller counts again under the lock, in a
-// statement of its own). Params: execution, dispatch seq, now, push holder (null: the job holds the
+// statement of its own), runs pushed before their insert aside (push-dispatcher.ts: their worker's
+// 429 bounds them). Params: execution, dispatch seq, now, push holder (null: the job holds the
 // run). Locks: the worker's row, the
 // execution row. Result: the started row, its journal and the worker (WORKER_PREFIX), or none (the
 // run is not queued under this dispatch or is locked, no unlocked worker with room, a limited lane).

@@ -1,6 +1,12 @@
 import type { Execution, Worker as WorkerRow } from "@spool/db";
 import { Prisma } from "@spool/db";
-import type { Logger, PushRequest, SerializedError, WireJournal } from "@spool/shared";
+import {
+  FIRST_START_CLAIM,
+  type Logger,
+  type PushRequest,
+  type SerializedError,
+  type WireJournal,
+} from "@spool/shared";
 import { DelayedError, type Job, Worker } from "bullmq";
 import { BULL_PREFIX, bullQueueName, type DispatchRequest, type JobData } from "../dispatch/dispatcher.js";
 import { CONSUMER_NAME } from "../dispatch/orphaned-jobs.js";
@@ -9,7 +15,6 @@ import { claimOf } from "../execution/claim.js";
 import { type CreatedRootRun, type RunRequest, runDispatch } from "../execution/create-executions.js";
 import { insertNewRunOnPushWorker, mayGoBeforeInsert, type NewRun } from "../execution/deferred-start.js";
 import type { JournalRows } from "../execution/journal-store.js";
-import { STARTED_AS_INSERTED } from "../execution/start-execution.js";
 import {
   createRootRunsOnPushWorkers,
   markPushed,
@@ -321,8 +326,13 @@ export class PushDispatcher {
         },
         (err: unknown) => {
           release();
+          // Unless it said no (429, another worker id), the worker may have the run: a push whose
+          // answer timed out may have reached it.
           void push
-            .then((outcome) => outcome.kind === "accepted" && sendCancel(worker, id, timeoutMs))
+            .then(
+              (outcome) =>
+                outcome.kind !== "busy" && outcome.kind !== "mismatch" && sendCancel(worker, id, timeoutMs),
+            )
             .finally(() => this.pushing--);
           throw err;
         },
@@ -797,7 +807,8 @@ function newRunAsPushed(run: NewRun, deploymentId: string): PushedFields {
     initialState: inJsonbOrder(r.initialState ?? null) as PushedFields["initialState"],
     runTimeoutSeconds: r.runTimeoutSeconds ?? null,
     channelContext: inJsonbOrder(r.channelContext ?? null) as PushedFields["channelContext"],
-    ...STARTED_AS_INSERTED,
+    // startedAsInserted's: the first start's.
+    ...FIRST_START_CLAIM,
     queueName: run.queueName,
   };
 }

@@ -1,12 +1,19 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Execution, StepResult, Wait, Worker } from "@spool/db";
-import { badRequest, conflict, isUuid, notFound, type SerializedError, SpoolError } from "@spool/shared";
+import {
+  badRequest,
+  conflict,
+  FIRST_START_CLAIM,
+  isUuid,
+  notFound,
+  type SerializedError,
+  SpoolError,
+} from "@spool/shared";
 import type { EngineDeps } from "../deps.js";
 import { type Claim, claimOf } from "../execution/claim.js";
 import type { Executions } from "../execution/executions.js";
 import { eventCursorOf, storeStep } from "../execution/journal-store.js";
 import { nextSeq } from "../execution/next-seq.js";
-import { STARTED_AS_INSERTED } from "../execution/start-execution.js";
 import { PushedRuns } from "../push/pushed-runs.js";
 import {
   ExecutionAbortedError,
@@ -70,17 +77,17 @@ const REMOTE_WAITS = `SELECT step_key AS "stepKey", seq, kind, wake_at AS "wakeA
 const IDENTIFIED_RUNS = { max: 1000, ttlMs: 5000 };
 
 /**
- * The waits between reads of a run that is not in Postgres when a worker proving the claim of a run
- * started as inserted calls for it: another API replica may have pushed it before its insert
- * committed (push-dispatcher.ts; only to workers whose calls carry the claim), which is usually a
- * millisecond or two away. After them the call is answered not found, as for any unknown run; the
- * worker calls again under that claim until the run is in or Spool cancels it (runner/http-host.ts):
- * how long an insert takes (a lock, a failover) is not this replica's to bound.
+ * The waits between reads of a run that is not in Postgres when a worker calls for it under a first
+ * start's claim: another API replica may have pushed it before its insert committed
+ * (push-dispatcher.ts; only to workers whose calls carry the claim), which is usually a millisecond
+ * or two away. After them the call is answered not found, as for any unknown run, and the worker
+ * makes it again for as long as its client retries (runner/http-host.ts): how long an insert takes
+ * (a lock, a failover) is not this replica's to bound.
  */
 const PUSHED_BEFORE_INSERT_WAITS_MS = [1, 2, 4, 8, 16, 32, 64];
 const mayBePushedBeforeInsert = (caller: RemoteCaller) =>
-  caller.claim?.dispatchSeq === STARTED_AS_INSERTED.dispatchSeq &&
-  caller.claim.lease === STARTED_AS_INSERTED.lease;
+  caller.claim?.dispatchSeq === FIRST_START_CLAIM.dispatchSeq &&
+  caller.claim.lease === FIRST_START_CLAIM.lease;
 
 /** A claim no run holds: a write under it stores a completed result and is then refused. */
 const FENCED: Claim = { dispatchSeq: -1, lease: -1 };

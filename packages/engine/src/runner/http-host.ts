@@ -1,5 +1,5 @@
 import {
-  isStartedAsInsertedClaim,
+  isFirstStartClaim,
   MAX_RAN_STEPS,
   type PushRequest,
   runTopic,
@@ -117,9 +117,10 @@ export function createHttpHost(o: {
   const { push } = o;
   const run = `/internal/executions/${encodeURIComponent(push.execution_id)}`;
   const headers = () => ({ "x-worker-id": o.workerId(), "x-spool-claim": push.spool_claim });
-  // A run started by its insert may have been pushed before that committed: a call that finds it
-  // missing is made again, until Spool cancels the run (it does when the insert fails).
-  const retry = isStartedAsInsertedClaim(push.spool_claim) ? { retryNotFound: () => !o.cancelled() } : {};
+  // A run's first start may have been pushed before its insert committed: a call that finds it
+  // missing is made again (for as long as the client retries), unless Spool cancelled the run (it
+  // does when the insert fails).
+  const retry = isFirstStartClaim(push.spool_claim) ? { retryNotFound: () => !o.cancelled() } : {};
   const call = <T>(method: string, path: string, body?: unknown) =>
     o.api.request<T>(method, path, body, headers(), retry);
   /** A step write or the completion, through the worker's reporter. */

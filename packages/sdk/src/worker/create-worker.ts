@@ -10,7 +10,7 @@ import {
   type RunHost,
   type RunnerLogger,
 } from "@spool/engine/runner";
-import { createLogger, type PushRequest, runTopic } from "@spool/shared";
+import { createLogger, isFirstStartClaim, type PushRequest, runTopic } from "@spool/shared";
 import { collectDefinitions, type Definitions } from "./definitions.js";
 import { createPushServer, listen } from "./push-server.js";
 import {
@@ -213,7 +213,12 @@ export async function createWorker(options: WorkerOptions): Promise<RemoteWorker
         if (state.stopped === "cancelled") await confirmStopped(api, push, log, true);
       })
       .catch(async (err) => {
-        if (err instanceof ProtocolError && err.status < 500 && err.status !== 429) {
+        // Still not found after the client's retries, under a first start's claim: the run may yet be
+        // inserted (it was pushed before its insert). Handed back, it is then run again from its
+        // queue; failed, it would end for good though nothing was refused.
+        const notInYet =
+          err instanceof ProtocolError && err.status === 404 && isFirstStartClaim(push.spool_claim);
+        if (err instanceof ProtocolError && err.status < 500 && err.status !== 429 && !notInYet) {
           // Spool refused what the run reported (say, a step result over its size limit): another
           // worker would be refused the same after running the step again. The run fails instead.
           log.error(

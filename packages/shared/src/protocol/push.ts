@@ -98,20 +98,18 @@ export function verifyPushSignature(
 }
 
 /**
- * The claim of a run started by its own insert: its first dispatch, its first lease. Spool may push
- * such a run to a worker whose calls carry the claim (capabilities.spool_claims) while the insert is
- * still on its way: until it has committed, another API replica may answer a call for the run 404,
- * and the worker makes it again.
+ * The claim of a run's first start: its first dispatch, its first lease (a run started by its own
+ * insert has it too). Spool may push a new run to a worker whose calls carry the claim
+ * (capabilities.spool_claims) while the run's insert is still on its way: until that has committed,
+ * another API replica may answer a call for the run 404, and the worker makes the call again (a run
+ * once in Postgres never answers 404, so a first start's other runs lose nothing by it).
  */
-export const STARTED_AS_INSERTED_CLAIM = { dispatchSeq: 0, lease: 1 } as const;
+export const FIRST_START_CLAIM = { dispatchSeq: 0, lease: 1 } as const;
 
-/** Whether a push's claim (`spool_claim`) is that of a run started by its own insert. */
-export function isStartedAsInsertedClaim(value: string | undefined | null): boolean {
+/** Whether a push's claim (`spool_claim`) is that of a run's first start. */
+export function isFirstStartClaim(value: string | undefined | null): boolean {
   const claim = parseSpoolClaim(value);
-  return (
-    claim?.dispatchSeq === STARTED_AS_INSERTED_CLAIM.dispatchSeq &&
-    claim.lease === STARTED_AS_INSERTED_CLAIM.lease
-  );
+  return claim?.dispatchSeq === FIRST_START_CLAIM.dispatchSeq && claim.lease === FIRST_START_CLAIM.lease;
 }
 
 /** The claim in a push, as the engine's Claim: null when malformed. */
