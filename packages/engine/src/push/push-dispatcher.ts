@@ -225,8 +225,9 @@ export class PushDispatcher {
   /**
    * Pushes a plain root run before its insert when it can (pushBeforeInsert). Otherwise inserts it
    * and, in the same commit, starts it on the least loaded push worker with room, then pushes it
-   * without a job (not awaited: the caller is answered once the run is in). When that start takes nothing, a start that waits for the worker's row is tried as for a job's
-   * first try; when that takes nothing either, the run's job is enqueued as for any run.
+   * without a job (not awaited: the caller is answered once the run is in). When that start takes
+   * nothing, a start that waits for the worker's row is tried as for a job's first try; when that
+   * takes nothing either, the run's job is enqueued as for any run.
    */
   async createAndStart(projectId: string, request: RunRequest, id: string): Promise<CreatedRootRun> {
     const pushed = this.pushBeforeInsert(projectId, request, id);
@@ -260,8 +261,8 @@ export class PushDispatcher {
    * what createAndStart's statement leaves) is on its way: the insert's round trip and commit overlap
    * the push instead of coming before it. The worker's calls that come before the insert is done wait
    * for it here (PushedRuns.expectInsert); another API replica reads the run again briefly, then
-   * answers 404, and the worker calls again under the run's claim until the run is in or cancelled
-   * (remote-runs.ts, runner/http-host.ts). Null when the run cannot go this way (the look-up is
+   * answers 404, and the worker calls again under the run's claim for as long as its client retries,
+   * unless the run is cancelled (remote-runs.ts, runner/http-host.ts). Null when the run cannot go this way (the look-up is
    * stale, no worker has room, a deployment named, a large input): createAndStart's statement then.
    *
    * The worker is chosen here, among those that served the workflow at the last look-up, by the runs
