@@ -1,5 +1,5 @@
 import type { Execution, NamedStatement, pg } from "@spool/db";
-import { notFound } from "@spool/shared";
+import { FIRST_START_CLAIM, notFound } from "@spool/shared";
 import type { EngineDeps } from "../deps.js";
 import { CONSUMER_NAME, type FirstRun } from "../dispatch/dispatcher.js";
 import { ExecutionAbortedError, type JournalStep, type NewStepResult } from "../runtime/journal.js";
@@ -112,7 +112,8 @@ const insertNewRun = (p: RootRunParam, worker: string, takenAt: string, holder: 
   inserted AS (${insertRootRunFrom("r", {
     p,
     onConflict: `ON CONFLICT (id) DO UPDATE SET updated_at = executions.updated_at
-     WHERE executions.status = '${FIRST_START.to}' AND executions.dispatch_seq = 0 AND executions.lease = 1
+     WHERE executions.status = '${FIRST_START.to}' AND executions.dispatch_seq = ${FIRST_START_CLAIM.dispatchSeq}
+       AND executions.lease = ${FIRST_START_CLAIM.lease}
        AND executions.push_holder = EXCLUDED.push_holder`,
     start: startedAsInserted(`${worker}::uuid`, takenAt, holder),
     returning: executionFields("executions", STARTED),

@@ -223,18 +223,21 @@ export interface PushableWorker {
   running: number;
 }
 
-// Purpose: see PushableWorker. Params: none. Locks: none. Result: one row per (push worker, workflow).
+// Purpose: see PushableWorker (each worker's runs counted once, however many workflows it serves).
+// Params: none. Locks: none. Result: one row per (push worker, workflow).
 const PUSHABLE_WORKERS = `
+  WITH w AS MATERIALIZED (
+    SELECT w.*, ${runningOn("w.id")}::int AS running FROM workers w
+     WHERE w.mode = 'push' AND w.status = 'online' AND w.push_endpoint_url IS NOT NULL
+       AND w.capabilities @> '{"spool_claims": true}'::jsonb)
   SELECT ${workerFields("w", WORKER_PREFIX)}, w.project_id AS "projectId", f.workflow_id AS "workflowId",
-         g.queue AS lane, g.deployment_id AS "deploymentId", ${runningOn("w.id")}::int AS running
-    FROM workers w,
+         g.queue AS lane, g.deployment_id AS "deploymentId", w.running
+    FROM w,
          jsonb_array_elements_text(CASE WHEN jsonb_typeof(w.capabilities -> 'workflow_ids') = 'array'
                                         THEN w.capabilities -> 'workflow_ids' ELSE '[]'::jsonb END)
            AS f(workflow_id),
          LATERAL (${rootRunRegistration((n) => ({ 2: "w.project_id", 3: "f.workflow_id" })[n] ?? "NULL")}) g
-   WHERE ${pushWorkersOf("w.project_id", "f.workflow_id")}
-     AND w.push_endpoint_url IS NOT NULL AND w.capabilities @> '{"spool_claims": true}'::jsonb
-     AND NOT ${laneHasLimit("w.project_id", "g.queue")}`;
+   WHERE ${pushWorkersOf("w.project_id", "f.workflow_id")} AND NOT ${laneHasLimit("w.project_id", "g.queue")}`;
 
 /** Every PushableWorker, of every project. */
 export async function pushableWorkers(prisma: PrismaClient): Promise<PushableWorker[]> {

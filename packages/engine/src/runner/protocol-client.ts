@@ -30,6 +30,18 @@ export class ProtocolError extends Error {
 
 export type ProtocolClient = ReturnType<typeof createProtocolClient>;
 
+/** What a call may do about an answer it did not want: retryNotFound, see ProtocolClient.request. */
+export interface RetryOptions {
+  retryNotFound?: () => boolean;
+}
+
+/**
+ * Whether an answer with this status is worth the same call again: Spool or its database was away
+ * (5xx), it asked for a pause (429), or (while `retry.retryNotFound()` holds) the run is not in yet.
+ */
+export const isRetryable = (status: number, retry: RetryOptions = {}) =>
+  status >= 500 || status === 429 || (status === 404 && retry.retryNotFound?.() === true);
+
 /** A body already serialized as JSON: sent as it is, not serialized again. */
 export class RawJson {
   constructor(readonly text: string) {}
@@ -79,13 +91,9 @@ export function createProtocolClient(o: ProtocolClientOptions) {
     path: string,
     body?: unknown,
     headers: Record<string, string> = {},
-    retry: { retryNotFound?: () => boolean } = {},
+    retry: RetryOptions = {},
   ): Promise<T> {
-    const final = (err: unknown) =>
-      err instanceof ProtocolError &&
-      err.status < 500 &&
-      err.status !== 429 &&
-      !(err.status === 404 && retry.retryNotFound?.());
+    const final = (err: unknown) => err instanceof ProtocolError && !isRetryable(err.status, retry);
     const deadline = Date.now() + retryForMs;
     for (let attempt = 0; ; attempt++) {
       let failure: unknown;

@@ -1,5 +1,5 @@
 import { MAX_REPORTS } from "@spool/shared";
-import { type ProtocolClient, ProtocolError, RawJson } from "./protocol-client.js";
+import { isRetryable, type ProtocolClient, ProtocolError, RawJson } from "./protocol-client.js";
 
 /** What a run reports through its worker's reporter: a step's result, or its completion. */
 export type ReportKind = "step" | "complete";
@@ -96,8 +96,7 @@ export function createReporter(o: { api: ProtocolClient; workerId: () => string 
       const r = batch[i] as Queued;
       if (out.status >= 200 && out.status < 300) r.resolve(out.body);
       // Spool or its database was away for this one (or the run is not in yet): its own route retries it.
-      else if (out.status >= 500 || out.status === 429 || (out.status === 404 && r.retryNotFound?.()))
-        void alone(r);
+      else if (isRetryable(out.status, r)) void alone(r);
       else
         r.reject(
           new ProtocolError(
