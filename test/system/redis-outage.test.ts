@@ -21,8 +21,11 @@ describe("Redis outage: nothing accepted is lost", () => {
   it("a run accepted while Redis is down completes once Redis is back (empty)", async () => {
     await redis.stop();
     const { execution_id } = await sys.client.run("three-steps", { n: 1 });
-    expect((await sys.client.executions.get(execution_id)).status).toBe("queued");
+    const whileDown = (await sys.client.executions.get(execution_id)).status;
     redis = await startRedis(redis.port); // no persistence: every job is gone
+    // Not started anywhere while Redis was away (asserted once Redis is back, so that a failure here
+    // leaves the next tests a Redis).
+    expect(whileDown).toBe("queued");
     const done = await sys.client.executions.waitForResult(execution_id, { timeoutMs: 45_000 });
     expect(done.status).toBe("completed");
     expect(done.result).toEqual({ a: 2, b: 4, c: "n=1 -> 4" });

@@ -177,6 +177,15 @@ export class Dispatcher {
   }
 
   /**
+   * Whether Redis answers this process now (its producer connection is ready). A run that can only
+   * reach its process through Redis is not started there while this is false: it would show as
+   * running until its publish failed and it went back to queued.
+   */
+  reachable(): boolean {
+    return this.producerConnection().status === "ready";
+  }
+
+  /**
    * Publishes `message` on a Redis channel, on the producer connection: how many subscribers got
    * it. Throws when Redis is out of reach.
    */

@@ -173,7 +173,9 @@ export class InClusterSender implements RunsStartedWithoutJob {
   }
 
   serves(projectId: string, workflowId: string): boolean {
-    return !this.stopping && this.served.has(`${projectId} ${workflowId}`);
+    return (
+      !this.stopping && this.served.has(`${projectId} ${workflowId}`) && this.engine.dispatcher.reachable()
+    );
   }
 
   /**
@@ -205,6 +207,7 @@ export class InClusterSender implements RunsStartedWithoutJob {
   async sendNew(projectId: string, request: RunRequest, id: string): Promise<SentNewRun | null> {
     const to = this.sendable.get(`${projectId} ${request.workflowId}`);
     if (this.stopping || !to || request.deploymentId || !mayGoBeforeInsert(request)) return null;
+    if (!this.engine.dispatcher.reachable()) return null;
     const consumer = to.consumers[this.turn++ % to.consumers.length]!;
     const run: NewRun = { id, projectId, request, queueName: to.lane, createdAt: new Date() };
     let received: number | undefined;
