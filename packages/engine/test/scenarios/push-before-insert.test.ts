@@ -4,6 +4,7 @@
 import { createLogger } from "@spool/shared";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runJobId } from "../../src/dispatch/dispatcher.js";
 import { claimOf } from "../../src/execution/claim.js";
 import { PushDispatcher } from "../../src/push/push-dispatcher.js";
 import type { RemoteCaller } from "../../src/remote/remote-runs.js";
@@ -55,7 +56,9 @@ describe("runs pushed before their insert", () => {
   }
 
   beforeAll(async () => {
-    env = await createTestEngine({ workflows: ["wf-wait", "wf-other", "wf-gone", "wf-busy", "wf-max"] });
+    env = await createTestEngine({
+      workflows: ["wf-wait", "wf-other", "wf-gone", "wf-busy", "wf-max", "wf-stop"],
+    });
     replica = (await createTestEngine()).engine;
     for (const workflowId of ["wf-wait", "wf-other", "wf-gone", "wf-busy", "wf-max"]) {
       // wf-busy's worker is at capacity for its first push; wf-max's runs one run at a time.
@@ -157,6 +160,47 @@ describe("runs pushed before their insert", () => {
     expect(workers["wf-busy"]!.pushes).toEqual([id, id]);
     expect(again.attempt).toBe(1);
     await env.engine.executions.complete(id, claimOf(again), "done remotely");
+  });
+
+  it("an API that stops while a pushed run's insert is on its way waits for it, and leaves the run to its job", async () => {
+    // Registered only now: the shared dispatcher looked workers up before, so only this one serves it.
+    const fake = await acceptingPushWorker();
+    const registered = await env.engine.workers.register(env.projectId, {
+      deploymentId: "d1",
+      mode: "push",
+      pushEndpointUrl: fake.url,
+      capabilities: { workflow_ids: ["wf-stop"], spool_claims: true },
+      maxConcurrentExecutions: 10,
+    });
+    const stopping = new PushDispatcher(env.engine, {
+      logger,
+      refreshMs: 60_000,
+      lockDurationMs: 1000,
+      projectIds: [env.projectId],
+    });
+    stopping.start();
+    await stopping.refresh();
+    try {
+      const release = await holdInserts();
+      const running = env.engine.executions.run(env.projectId, { workflowId: "wf-stop", input: {} });
+      const id = await until(() => fake.pushes[0]);
+      const stopped = stopping.stop();
+      await release();
+      await stopped;
+      // Nothing the caller was told is accepted is lost: the run is in, still with its worker, and
+      // has its job again, for another API's dispatcher (here the shared one) to adopt.
+      expect((await running).receipt.execution_id).toBe(id);
+      const held = await row(id);
+      expect(held).toMatchObject({ status: "running", workerId: registered.id, lease: 1, pushedLease: 1 });
+      const job = () => env.engine.dispatcher.jobState(env.projectId, "default", runJobId(id, 0));
+      expect(["waiting", "active"]).toContain(await job());
+      // Adopted, it is waited for, not pushed again; its completion ends the job.
+      await env.engine.executions.complete(id, claimOf(held!), "done remotely");
+      await until(async () => ((await job()) === "completed" ? true : undefined));
+      expect(fake.pushes).toEqual([id]);
+    } finally {
+      await stopping.stop();
+    }
   });
 
   it("a worker at its max gets no run before its insert: the next run waits in its queue for the room", async () => {
