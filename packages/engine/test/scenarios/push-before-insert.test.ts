@@ -55,6 +55,22 @@ describe("runs pushed before their insert", () => {
     };
   }
 
+  /**
+   * A push dispatcher that looks the workers up once, as it starts: a registration archived later
+   * stays pushable for it (wf-gone), and one made later is not (wf-stop, for all but its own).
+   */
+  async function startedDispatcher(): Promise<PushDispatcher> {
+    const started = new PushDispatcher(env.engine, {
+      logger,
+      refreshMs: 60_000,
+      lockDurationMs: 1000,
+      projectIds: [env.projectId],
+    });
+    started.start();
+    await started.refresh();
+    return started;
+  }
+
   beforeAll(async () => {
     env = await createTestEngine({
       workflows: ["wf-wait", "wf-other", "wf-gone", "wf-busy", "wf-max", "wf-stop"],
@@ -74,15 +90,7 @@ describe("runs pushed before their insert", () => {
       });
       workers[workflowId] = { ...fake, id: registered.id };
     }
-    // Looks the workers up once: a registration archived later stays pushable here (wf-gone).
-    dispatcher = new PushDispatcher(env.engine, {
-      logger,
-      refreshMs: 60_000,
-      lockDurationMs: 1000,
-      projectIds: [env.projectId],
-    });
-    dispatcher.start();
-    await dispatcher.refresh();
+    dispatcher = await startedDispatcher();
   });
   afterAll(() => dispatcher.stop());
 
@@ -172,14 +180,7 @@ describe("runs pushed before their insert", () => {
       capabilities: { workflow_ids: ["wf-stop"], spool_claims: true },
       maxConcurrentExecutions: 10,
     });
-    const stopping = new PushDispatcher(env.engine, {
-      logger,
-      refreshMs: 60_000,
-      lockDurationMs: 1000,
-      projectIds: [env.projectId],
-    });
-    stopping.start();
-    await stopping.refresh();
+    const stopping = await startedDispatcher();
     try {
       const release = await holdInserts();
       const running = env.engine.executions.run(env.projectId, { workflowId: "wf-stop", input: {} });
