@@ -3,7 +3,7 @@
 // nothing it reports is lost, and a run that cannot be inserted is cancelled on its worker.
 import { createLogger } from "@spool/shared";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { runJobId } from "../../src/dispatch/dispatcher.js";
 import { claimOf } from "../../src/execution/claim.js";
 import { PushDispatcher } from "../../src/push/push-dispatcher.js";
@@ -42,17 +42,51 @@ describe("runs pushed before their insert", () => {
 
   /**
    * Holds off every write to executions (in this file's own database) until released, as a slow
-   * insert would be held up: reads go on.
+   * insert would be held up: reads go on. Released at the test's end at the latest, so that a
+   * failure while it holds leaves the next tests a database they can write to.
    */
   async function holdInserts(): Promise<() => Promise<void>> {
     const client = new pg.Client({ connectionString: await databaseOfThisFile() });
     await client.connect();
     await client.query("BEGIN");
     await client.query("LOCK TABLE executions IN SHARE MODE");
-    return async () => {
-      await client.query("COMMIT");
-      await client.end();
+    let released: Promise<void> | undefined;
+    const release = () => {
+      released ??= client.query("COMMIT").then(() => client.end());
+      return released;
     };
+    onTestFinished(() => release());
+    return release;
+  }
+
+  /**
+   * Watches `engine`'s reads of run `id` by the worker routes (spool_remote_identify): how many it
+   * made, and a promise of its first that found nothing.
+   */
+  function identifyReads(engine: typeof replica, id: string) {
+    const pool = engine.pool;
+    const query = pool.query.bind(pool) as (q: unknown) => Promise<pg.QueryResult>;
+    let missed: () => void = () => {};
+    const watched = {
+      reads: 0,
+      firstMissed: new Promise<void>((resolve) => {
+        missed = resolve;
+      }),
+    };
+    const spy = async (q: unknown) => {
+      const result = await query(q);
+      const named = q as { name?: string; values?: unknown[] };
+      if (named?.name === "spool_remote_identify" && named.values?.[0] === id) {
+        watched.reads++;
+        if (result.rowCount === 0) missed();
+      }
+      return result;
+    };
+    pool.query = spy as unknown as typeof pool.query;
+    onTestFinished(() => {
+      pool.query = query as unknown as typeof pool.query;
+    });
+    return watched;
   }
 
   /**
@@ -63,7 +97,6 @@ describe("runs pushed before their insert", () => {
     const started = new PushDispatcher(env.engine, {
       logger,
       refreshMs: 60_000,
-      lockDurationMs: 1000,
       projectIds: [env.projectId],
     });
     started.start();
@@ -131,13 +164,30 @@ describe("runs pushed before their insert", () => {
     expect(workers["wf-wait"]!.pushes).toEqual([id]);
   });
 
-  it("another replica's call made before the insert committed acts once it has", async () => {
+  it("another replica's call made before the insert committed looks again, and acts once it is in", async () => {
     const release = await holdInserts();
     const running = env.engine.executions.run(env.projectId, { workflowId: "wf-other", input: {} });
     const id = await until(() => workers["wf-other"]!.pushes[0]);
+    const seen = identifyReads(replica, id);
     const there = replica.remote.saveStep(env.projectId, id, callerFor("wf-other"), step("one"));
+    // Released only once the replica has looked and found nothing: its call must look again.
+    await seen.firstMissed;
     await release();
-    expect(await there).toMatchObject({ stepKey: "one", status: "completed" });
+    const answer = await there.then(
+      (stored) => ({ stored }),
+      (err: unknown) => ({ err }),
+    );
+    // It looked again rather than answer not found at once.
+    expect(seen.reads).toBeGreaterThan(1);
+    let stored = "stored" in answer ? answer.stored : undefined;
+    if ("err" in answer) {
+      // The insert took longer than the replica looks (~130 ms, a loaded machine): it answered not
+      // found, and the worker's client calls again (protocol-client.test), as here.
+      expect(answer.err).toMatchObject({ type: "NOT_FOUND" });
+      await until(() => row(id).then((r) => r ?? undefined));
+      stored = await replica.remote.saveStep(env.projectId, id, callerFor("wf-other"), step("one"));
+    }
+    expect(stored).toMatchObject({ stepKey: "one", status: "completed" });
     await running;
     const done = await replica.remote.complete(env.projectId, id, callerFor("wf-other"), "finished");
     expect(done).toMatchObject({ status: "completed" });
