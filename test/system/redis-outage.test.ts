@@ -20,11 +20,18 @@ describe("Redis outage: nothing accepted is lost", () => {
 
   it("a run accepted while Redis is down completes once Redis is back (empty)", async () => {
     await redis.stop();
-    const { execution_id } = await sys.client.run("three-steps", { n: 1 });
-    const whileDown = (await sys.client.executions.get(execution_id)).status;
-    redis = await startRedis(redis.port); // no persistence: every job is gone
-    // Not started anywhere while Redis was away (asserted once Redis is back, so that a failure here
-    // leaves the next tests a Redis).
+    let accepted: { execution_id: string; whileDown: string };
+    try {
+      // The API has seen Redis go (its connection closed), as it would before any later request.
+      await eventually(async () => (sys.engine.dispatcher.reachable() ? undefined : true));
+      const { execution_id } = await sys.client.run("three-steps", { n: 1 });
+      accepted = { execution_id, whileDown: (await sys.client.executions.get(execution_id)).status };
+    } finally {
+      // Back whatever happened, so that a failure here leaves the next tests a Redis.
+      redis = await startRedis(redis.port); // no persistence: every job is gone
+    }
+    const { execution_id, whileDown } = accepted;
+    // Not started on any worker process while Redis was away: it waited in Postgres.
     expect(whileDown).toBe("queued");
     const done = await sys.client.executions.waitForResult(execution_id, { timeoutMs: 45_000 });
     expect(done.status).toBe("completed");
