@@ -1,7 +1,7 @@
 // A busy worker's reports against an HTTP server that answers as a Spool replica would: reports made
 // while two are on their way leave together as one POST /internal/reports, and one of them the batch
 // finds not found (its run pushed before its insert) goes again through its own route.
-import { createServer, type Server } from "node:http";
+import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createProtocolClient, ProtocolError } from "./protocol-client.js";
@@ -22,7 +22,7 @@ describe("reporter", () => {
   /** The execution ids of each batch, in order. */
   const batches: string[][] = [];
 
-  const answer = (res: import("node:http").ServerResponse, status: number, body: unknown) => {
+  const answer = (res: ServerResponse, status: number, body: unknown) => {
     res.writeHead(status, { "content-type": "application/json" });
     res.end(JSON.stringify(body));
   };
