@@ -118,7 +118,7 @@ const TAKE_FOR_PUSH = `
   SELECT taken.*, ${journalColumns("$1::uuid")} FROM taken`;
 
 /** How the one-statement start names the chosen worker's fields in its result. */
-export const WORKER_PREFIX = "worker.";
+const WORKER_PREFIX = "worker.";
 
 // Purpose: a job's queued run → running on the least loaded push worker with room, in one statement
 // that reads nothing first: the worker and the run are locked by the same statement (SKIP LOCKED:

@@ -128,9 +128,8 @@ const AWAY_DELAY_MS = 5000;
  * at all when a push worker has room (`createAndStart`): it is inserted and started by one group
  * commit, pushed, and held here, its row naming this process (`push_holder`); to a worker whose
  * calls prove the push's claim, the push leaves while that insert is on its way (pushBeforeInsert).
- * Should this process
- * stop, it hands such runs to jobs; should it die, the scheduler does (OrphanedJobs), and a
- * dispatcher that takes the job adopts or restarts the run as above.
+ * Should this process stop, it hands such runs to jobs; should it die, the scheduler does
+ * (OrphanedJobs), and a dispatcher that takes the job adopts or restarts the run as above.
  */
 export class PushDispatcher {
   private readonly consumers = new Map<string, Worker<JobData, string>>();
@@ -186,6 +185,11 @@ export class PushDispatcher {
     private readonly o: PushDispatcherOptions,
   ) {}
 
+  /** How often the workers are looked up (see PushDispatcherOptions.refreshMs). */
+  private get refreshMs(): number {
+    return this.o.refreshMs ?? 1000;
+  }
+
   start(): void {
     // Redis lists this process as alive until it lets go, also while its consumers close: the
     // scheduler takes that for the liveness of the runs it holds without jobs, too.
@@ -194,7 +198,7 @@ export class PushDispatcher {
     this.engine.executions.addStarterWithoutJob(this, { first: true });
     this.refreshing = repeatEvery(
       () => this.refresh(),
-      this.o.refreshMs ?? 1000,
+      this.refreshMs,
       (err) => this.o.logger.warn({ err: String(err) }, "push queue lookup failed"),
     );
   }
@@ -262,8 +266,9 @@ export class PushDispatcher {
    * the push instead of coming before it. The worker's calls that come before the insert is done wait
    * for it here (PushedRuns.expectInsert); another API replica reads the run again briefly, then
    * answers 404, and the worker calls again under the run's claim for as long as its client retries,
-   * unless the run is cancelled (remote-runs.ts, runner/http-host.ts). Null when the run cannot go this way (the look-up is
-   * stale, no worker has room, a deployment named, a large input): createAndStart's statement then.
+   * unless the run is cancelled (remote-runs.ts, runner/http-host.ts). Null when the run cannot go
+   * this way (the look-up is stale, no worker has room, a deployment named, a large input):
+   * createAndStart's statement then.
    *
    * The worker is chosen here, among those that served the workflow at the last look-up, by the runs
    * each ran then and the runs pushed this way from here since: a soft bound, unlike the statement's
@@ -279,7 +284,7 @@ export class PushDispatcher {
     id: string,
   ): Promise<CreatedRootRun> | null {
     // A look-up that has failed for a while may no longer say who serves what: the statement decides.
-    if (this.stopping || Date.now() - this.pushableAt > 3 * (this.o.refreshMs ?? 1000)) return null;
+    if (this.stopping || Date.now() - this.pushableAt > 3 * this.refreshMs) return null;
     const to = this.pushable.get(`${projectId} ${request.workflowId}`);
     if (!to || request.deploymentId || !mayGoBeforeInsert(request)) return null;
     const worker = this.roomiest(to);

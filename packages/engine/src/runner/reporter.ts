@@ -12,18 +12,20 @@ export type ReportKind = "step" | "complete";
  * instead of one each. Each report still has its own answer, the one its route would have given.
  */
 export interface Reporter {
-  /**
-   * What the run's `POST …/steps` (`step`) or `…/complete` would answer; ProtocolError on a 4xx. A
-   * 404 is tried again while `retryNotFound()` holds (see ProtocolClient.request).
-   */
-  report<T>(
-    executionId: string,
-    claim: string | undefined,
-    kind: ReportKind,
-    body: unknown,
-    retryNotFound?: () => boolean,
-  ): Promise<T>;
+  report: Report;
 }
+
+/**
+ * What the run's `POST …/steps` (`step`) or `…/complete` would answer; ProtocolError on a 4xx. A 404
+ * is tried again while `retryNotFound()` holds (see ProtocolClient.request).
+ */
+export type Report = <T>(
+  executionId: string,
+  claim: string | undefined,
+  kind: ReportKind,
+  body: unknown,
+  retryNotFound?: () => boolean,
+) => Promise<T>;
 
 /** Batches in flight at once: a slow one holds up no report behind the other. */
 const MAX_IN_FLIGHT = 2;
@@ -120,30 +122,22 @@ export function createReporter(o: { api: ProtocolClient; workerId: () => string 
     }
   };
 
-  return {
-    report<T>(
-      executionId: string,
-      claim: string | undefined,
-      kind: ReportKind,
-      body: unknown,
-      retryNotFound?: () => boolean,
-    ): Promise<T> {
-      return new Promise<T>((resolve, reject) => {
-        const r: Queued = {
-          executionId,
-          claim,
-          kind,
-          json: JSON.stringify(body ?? null),
-          retryNotFound,
-          resolve: resolve as (body: unknown) => void,
-          reject,
-        };
-        if (!batching || r.json.length > MAX_BATCHED_CHARS) void alone(r);
-        else {
-          queue.push(r);
-          pump();
-        }
-      });
-    },
-  };
+  const report: Report = (executionId, claim, kind, body, retryNotFound) =>
+    new Promise((resolve, reject) => {
+      const r: Queued = {
+        executionId,
+        claim,
+        kind,
+        json: JSON.stringify(body ?? null),
+        retryNotFound,
+        resolve: resolve as (body: unknown) => void,
+        reject,
+      };
+      if (!batching || r.json.length > MAX_BATCHED_CHARS) void alone(r);
+      else {
+        queue.push(r);
+        pump();
+      }
+    });
+  return { report };
 }
