@@ -214,7 +214,7 @@ export function renderMarkdown(r: BenchResult): string {
   out.push(
     "## The remote push path (a createWorker process with only the API's address and a key)",
     "",
-    `The same three no-op steps, pushed over HTTP to a remote worker that reports each step through the worker protocol, beside the in-cluster worker in the same sitting. Closed loop: ${loop.remote.concurrency} clients, each starting the next run (POST …/run?wait=30) as soon as its last one finished, for ${f(loop.remote.windowMs / 1000, 0)} s per path.`,
+    `The same three no-op steps, pushed over HTTP to a remote worker that reports each step through the worker protocol, beside the in-cluster worker in the same sitting. Closed loop: ${loop.remote.concurrency} clients, each starting the next run (POST …/run?wait=30) as soon as its last one finished, for ${f(loop.remote.windowMs / 1000, 0)} s per path, in halves taken in turns (remote, in-cluster, in-cluster, remote).`,
     "",
     "| figure | remote push worker | in-cluster worker | remote ÷ in-cluster |",
     "|---|---|---|---|",

@@ -648,11 +648,41 @@ export interface PushResult {
    * the bench's load phases leave Postgres and the caches in another state than at its start).
    */
   inClusterSerialMs: Summary;
-  /** `concurrency` clients each starting the next run as soon as theirs finished, for `windowMs`. */
+  /**
+   * `concurrency` clients each starting the next run as soon as theirs finished, for `windowMs` per
+   * path, in two halves per path taken in turns: remote, in-cluster, in-cluster, remote.
+   */
   closedLoop: { remote: ClosedLoopResult; inCluster: ClosedLoopResult };
 }
 
 const REMOTE_WORKFLOW = "bench-3-steps-remote";
+
+type Path = "remote" | "inCluster";
+
+/** One window of a closed loop: the CPU snapshots around it, and what it measured. */
+interface LoopWindow {
+  cpuBefore: Record<string, number | null>;
+  cpuAfter: Record<string, number | null>;
+  latencies: number[];
+  failed: number;
+  elapsedMs: number;
+}
+
+/** CPU milliseconds per run over several windows, per group (null where a window's is unknown). */
+function cpuMsPerRunOver(windows: LoopWindow[], runs: number, digits: number): Record<string, number | null> {
+  const before: Record<string, number | null> = {};
+  const after: Record<string, number | null> = {};
+  for (const w of windows) {
+    for (const k of Object.keys(w.cpuAfter)) {
+      const a = w.cpuAfter[k];
+      const b = w.cpuBefore[k];
+      const known = a != null && b != null && before[k] !== null;
+      before[k] = known ? 0 : null;
+      after[k] = known ? (after[k] ?? 0) + (a - b) : null;
+    }
+  }
+  return cpuMsPerRun(before, after, runs, digits);
+}
 
 export async function pushScenario(
   sys: BenchSystem,
@@ -678,34 +708,48 @@ export async function pushScenario(
   }
 
   const cpuGroups = { ...cpuGroupsOf(sys), "remote worker": () => [sys.remote.pid] };
-  const closedLoop = async (workflow: string): Promise<ClosedLoopResult> => {
+  const windows: Record<Path, LoopWindow[]> = { remote: [], inCluster: [] };
+  // Each path's window in two halves, in turns (remote, in-cluster, in-cluster, remote): a host that
+  // grows busier or quieter over the loops (other tenants, autovacuum) weighs on both paths alike,
+  // as it does on the runs one at a time above, taken in turns too.
+  const order: Path[] = ["remote", "inCluster", "inCluster", "remote"];
+  log(
+    `push path: closed loops of ${o.concurrency} clients, ${o.windowMs / 2000} s each: remote, in-cluster, in-cluster, remote`,
+  );
+  for (const [i, path] of order.entries()) {
+    if (i > 0) await sleep(1000);
     const start = performance.now();
     const cpuBefore = cpuSnapshot(cpuGroups);
-    const { answered, failed } = await closedLoopRuns(o.concurrency, start + o.windowMs, (i) =>
-      runOnce(workflow, i).then(
+    const { answered, failed } = await closedLoopRuns(o.concurrency, start + o.windowMs / 2, (n) =>
+      runOnce(path === "remote" ? REMOTE_WORKFLOW : WORKFLOW, n).then(
         () => true,
         () => false,
       ),
     );
-    const cpuAfter = cpuSnapshot(cpuGroups);
-    const lat = answered.map(([t0, end]) => end - t0);
-    const elapsed = performance.now() - start;
+    windows[path].push({
+      cpuBefore,
+      cpuAfter: cpuSnapshot(cpuGroups),
+      latencies: answered.map(([t0, end]) => end - t0),
+      failed,
+      elapsedMs: performance.now() - start,
+    });
+  }
+  const closedLoop = (path: Path): ClosedLoopResult => {
+    const parts = windows[path];
+    const lat = parts.flatMap((w) => w.latencies);
+    const elapsed = parts.reduce((s, w) => s + w.elapsedMs, 0);
     return {
-      cpuMsPerRun: cpuMsPerRun(cpuBefore, cpuAfter, lat.length, 2),
+      cpuMsPerRun: cpuMsPerRunOver(parts, lat.length, 2),
       concurrency: o.concurrency,
       windowMs: o.windowMs,
       completed: lat.length,
-      failed,
+      failed: parts.reduce((s, w) => s + w.failed, 0),
       runsPerSec: lat.length ? round((lat.length / elapsed) * 1000, 1) : null,
       endToEndMs: summarize(lat),
     };
   };
-  log(
-    `push path: closed loop of ${o.concurrency} clients for ${o.windowMs / 1000} s, remote then in-cluster`,
-  );
-  const remote = await closedLoop(REMOTE_WORKFLOW);
-  await sleep(1000);
-  const inCluster = await closedLoop(WORKFLOW);
+  const remote = closedLoop("remote");
+  const inCluster = closedLoop("inCluster");
   return {
     warmupRuns: o.warmup,
     serialMs: summarize(serial),
