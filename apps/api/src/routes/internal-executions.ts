@@ -197,7 +197,6 @@ function toNewWait(w: NonNullable<z.infer<typeof WaitBody>["waits"]>[number]): N
 
 const OK = { accepted: true } as const;
 
-/** A step span as a remote worker reports it, as the engine records it. */
 /** A step result as the worker routes take it (`POST …/steps`, `last_step` of `…/complete`). */
 const toStepWrite = (b: z.infer<typeof SaveStepBody>): StepWrite => ({
   stepKey: b.step_key,
@@ -210,6 +209,7 @@ const toStepWrite = (b: z.infer<typeof SaveStepBody>): StepWrite => ({
   startedAt: b.started_at ? new Date(b.started_at) : undefined,
 });
 
+/** A step span as a remote worker reports it, as the engine records it. */
 const toStepRecord = (s: z.infer<typeof StepSpanInput>): StepRecord => ({
   stepKey: s.step_key,
   kind: s.kind,
