@@ -1,6 +1,6 @@
-// A push worker's HTTP side as the dispatcher sees it: it takes every push (200, or what `answer`
-// says) and remembers which runs it was pushed and told to cancel, in order; it runs nothing (the
-// test reports for it through the engine).
+// A push worker's HTTP side as the dispatcher sees it: it takes every push and cancel (200, or what
+// `answer` and `cancelAnswer` say) and remembers which runs it was pushed and told to cancel, in
+// order; it runs nothing (the test reports for it through the engine).
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll } from "vitest";
@@ -17,6 +17,8 @@ export async function acceptingPushWorker(
   o: {
     /** The status this push is answered with (default 200); `nth` counts pushes from 0. */
     answer?: (nth: number) => number;
+    /** The status this cancel is answered with (default 200); `nth` counts cancels from 0. */
+    cancelAnswer?: (nth: number) => number;
   } = {},
 ): Promise<FakePushWorker> {
   const pushes: string[] = [];
@@ -33,6 +35,7 @@ export async function acceptingPushWorker(
         status = o.answer?.(pushes.length) ?? 200;
         pushes.push(id);
       } else if (req.url?.startsWith("/cancel/")) {
+        status = o.cancelAnswer?.(cancels.length) ?? 200;
         cancels.push(decodeURIComponent(req.url.slice("/cancel/".length)));
       }
       res.writeHead(status, { "content-type": "application/json" });

@@ -54,17 +54,45 @@ export async function sendPush(
   }
 }
 
-/** `POST {push_endpoint_url}/cancel/{id}`: tells the worker to stop a run (best effort). */
+/** Waits before each new try of a cancel the worker did not answer, or answered 5xx or 429. */
+const CANCEL_RETRY_DELAYS_MS = [500, 2000, 8000];
+
+/** One cancel: heard (2xx), refused for good (404: it runs no such run; another 4xx), or worth another try. */
+async function cancelOnce(
+  worker: PushTarget,
+  executionId: string,
+  timeoutMs: number,
+): Promise<"heard" | "refused" | "again"> {
+  try {
+    // The body names the run too, so the signature binds the cancel to it.
+    const body = { execution_id: executionId };
+    const res = await post(worker, `cancel/${encodeURIComponent(executionId)}`, body, timeoutMs);
+    if (succeeded(res)) return "heard";
+    return res.status >= 500 || res.status === 429 ? "again" : "refused";
+  } catch {
+    return "again";
+  }
+}
+
+/**
+ * `POST {push_endpoint_url}/cancel/{id}`: tells the worker to stop a run; true when it answered 2xx.
+ * A try the worker did not answer (or answered 5xx or 429) is made again a few times in the
+ * background, on timers that keep no process alive: a worker that never hears it runs the run on,
+ * until its next call finds the run no longer its own, or (a run whose insert failed) not there.
+ */
 export async function sendCancel(
   worker: PushTarget,
   executionId: string,
   timeoutMs: number,
 ): Promise<boolean> {
-  try {
-    // The body names the run too, so the signature binds the cancel to it.
-    const body = { execution_id: executionId };
-    return succeeded(await post(worker, `cancel/${encodeURIComponent(executionId)}`, body, timeoutMs));
-  } catch {
-    return false;
+  const first = await cancelOnce(worker, executionId, timeoutMs);
+  if (first === "again") void tryAgainLater(worker, executionId, timeoutMs);
+  return first === "heard";
+}
+
+async function tryAgainLater(worker: PushTarget, executionId: string, timeoutMs: number): Promise<void> {
+  for (const ms of CANCEL_RETRY_DELAYS_MS) {
+    await new Promise((resolve) => setTimeout(resolve, ms).unref());
+    if ((await cancelOnce(worker, executionId, timeoutMs)) !== "again") return;
   }
 }

@@ -110,9 +110,14 @@ describe("runs pushed before their insert", () => {
     });
     replica = (await createTestEngine()).engine;
     for (const workflowId of ["wf-wait", "wf-other", "wf-gone", "wf-busy", "wf-max"]) {
-      // wf-busy's worker is at capacity for its first push; wf-max's runs one run at a time.
+      // wf-busy's worker is at capacity for its first push; wf-gone's, behind a proxy that fails its
+      // first cancel; wf-max's runs one run at a time.
       const fake = await acceptingPushWorker(
-        workflowId === "wf-busy" ? { answer: (nth) => (nth === 0 ? 429 : 200) } : {},
+        workflowId === "wf-busy"
+          ? { answer: (nth) => (nth === 0 ? 429 : 200) }
+          : workflowId === "wf-gone"
+            ? { cancelAnswer: (nth) => (nth === 0 ? 503 : 200) }
+            : {},
       );
       const registered = await env.engine.workers.register(env.projectId, {
         deploymentId: "d1",
@@ -193,7 +198,7 @@ describe("runs pushed before their insert", () => {
     expect(done).toMatchObject({ status: "completed" });
   });
 
-  it("a run whose insert fails fails its request, and its worker is told to cancel it", async () => {
+  it("a run whose insert fails fails its request, and its worker is told to cancel it until it hears", async () => {
     // Archived after the dispatcher's look-up: the push goes out, the insert finds no registration.
     await env.prisma.workflowRegistration.updateMany({
       where: { projectId: env.projectId, workflowId: "wf-gone" },
@@ -204,7 +209,9 @@ describe("runs pushed before their insert", () => {
     ).rejects.toMatchObject({ type: "NOT_FOUND" });
     // The push went out first (the insert's failure may come back before it arrives).
     const id = await until(() => workers["wf-gone"]!.pushes[0]);
-    await until(() => (workers["wf-gone"]!.cancels.includes(id) ? true : undefined));
+    // Its first cancel was answered 503: it went again, and was heard.
+    await until(() => (workers["wf-gone"]!.cancels.length >= 2 ? true : undefined));
+    expect(workers["wf-gone"]!.cancels).toEqual([id, id]);
     expect(await row(id)).toBeNull();
   });
 
