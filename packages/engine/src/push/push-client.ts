@@ -54,7 +54,11 @@ export async function sendPush(
   }
 }
 
-/** Waits before each new try of a cancel the worker did not answer, or answered 5xx or 429. */
+/**
+ * Waits before each new try of a cancel the worker did not answer, or answered 5xx or 429; each is
+ * spread over half to one and a half times this, so that the cancels of many runs sent together
+ * do not come back together.
+ */
 const CANCEL_RETRY_DELAYS_MS = [500, 2000, 8000];
 
 /** One cancel: heard (2xx), refused for good (404: it runs no such run; another 4xx), or worth another try. */
@@ -77,8 +81,9 @@ async function cancelOnce(
 /**
  * `POST {push_endpoint_url}/cancel/{id}`: tells the worker to stop a run; true when it answered 2xx.
  * A try the worker did not answer (or answered 5xx or 429) is made again a few times in the
- * background, on timers that keep no process alive: a worker that never hears it runs the run on,
- * until its next call finds the run no longer its own, or (a run whose insert failed) not there.
+ * background (its waits keep no process alive): a worker that never hears it runs the run on, until
+ * its next call is refused as no longer its own, or (a run whose insert failed) until its client
+ * stops retrying the 404s.
  */
 export async function sendCancel(
   worker: PushTarget,
@@ -92,7 +97,7 @@ export async function sendCancel(
 
 async function tryAgainLater(worker: PushTarget, executionId: string, timeoutMs: number): Promise<void> {
   for (const ms of CANCEL_RETRY_DELAYS_MS) {
-    await new Promise((resolve) => setTimeout(resolve, ms).unref());
+    await new Promise((resolve) => setTimeout(resolve, ms * (0.5 + Math.random())).unref());
     if ((await cancelOnce(worker, executionId, timeoutMs)) !== "again") return;
   }
 }
