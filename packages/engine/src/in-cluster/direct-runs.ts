@@ -207,7 +207,8 @@ export class InClusterSender implements RunsStartedWithoutJob {
   async sendNew(projectId: string, request: RunRequest, id: string): Promise<SentNewRun | null> {
     const to = this.sendable.get(`${projectId} ${request.workflowId}`);
     if (this.stopping || !to || request.deploymentId || !mayGoBeforeInsert(request)) return null;
-    if (!this.engine.dispatcher.reachable()) return null; // as serves()
+    // Redis is the only way to that process: without it the run is inserted queued (as in serves()).
+    if (!this.engine.dispatcher.reachable()) return null;
     const consumer = to.consumers[this.turn++ % to.consumers.length]!;
     const run: NewRun = { id, projectId, request, queueName: to.lane, createdAt: new Date() };
     let received: number | undefined;
