@@ -14,6 +14,8 @@ export interface WorkerCapabilities {
   queues?: string[] | null;
   /** The worker proves the push's claim on its calls (Spool's SDK): see pushBeforeInsert. */
   spool_claims?: boolean | null;
+  /** The worker takes pushes in batches (`POST …/execute-batch`, Spool's SDK): see PushSender. */
+  spool_push_batches?: boolean | null;
 }
 
 export interface RegisterWorkerInput {

@@ -9,6 +9,8 @@ describe("the push endpoint of createWorker", () => {
   let server: Server;
   let url = "";
   let room = true;
+  /** Runs it takes in all before it is full. */
+  let capacity = Number.POSITIVE_INFINITY;
   const accepted: PushRequest[] = [];
   const running = new Set(["running-run"]);
 
@@ -16,7 +18,7 @@ describe("the push endpoint of createWorker", () => {
     server = createPushServer({
       workerId: () => "w-1",
       secret: () => SECRET,
-      hasRoom: () => room,
+      hasRoom: () => room && accepted.length < capacity,
       running: (push) => push.execution_id === "e-taken" && push.spool_claim === "3.1",
       accept: (push) => accepted.push(push),
       cancel: (id) => running.delete(id),
@@ -26,9 +28,9 @@ describe("the push endpoint of createWorker", () => {
   });
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
-  const push = (body: object, headers: Record<string, string> = {}) => {
+  const push = (body: object, headers: Record<string, string> = {}, path = "/execute") => {
     const text = JSON.stringify(body);
-    return fetch(`${url}/execute`, {
+    return fetch(`${url}${path}`, {
       method: "POST",
       headers: {
         "content-type": "application/json",
@@ -83,6 +85,39 @@ describe("the push endpoint of createWorker", () => {
     expect((await push({ ...body, execution_id: "e-taken", spool_claim: "4.2" })).status).toBe(429);
     room = true;
     expect(accepted.map((p) => p.execution_id)).toEqual(["e-1"]);
+  });
+
+  it("takes several pushes in one signed /execute-batch, each answered as /execute would answer it", async () => {
+    const batch = (pushes: unknown[], headers: Record<string, string> = {}) =>
+      push({ pushes }, headers, "/execute-batch");
+    const before = accepted.length;
+    capacity = before + 1;
+    const res = await batch([
+      { ...body, execution_id: "e-b1" },
+      { ...body, execution_id: "e-b2", worker_id: "w-old" },
+      { ...body, execution_id: "e-taken", spool_claim: "3.1" },
+      { ...body, execution_id: "e-b3" },
+      { worker_id: "w-1" },
+    ]);
+    capacity = Number.POSITIVE_INFINITY;
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({
+      results: [
+        { status: 200, execution_id: "e-b1" },
+        { status: 400, error: "Worker ID mismatch" },
+        { status: 200, execution_id: "e-taken" },
+        { status: 429, error: "Worker at capacity" },
+        { status: 400, error: "not a push: execution_id, workflow_id and worker_id are required" },
+      ],
+    });
+    expect(accepted.slice(before).map((p) => p.execution_id)).toEqual(["e-b1"]);
+
+    // Refused whole, nothing taken: unsigned, no pushes, too many.
+    const pushes = [{ ...body, execution_id: "e-b4" }];
+    expect((await batch(pushes, { "x-spool-signature": "" })).status).toBe(401);
+    expect((await batch([])).status).toBe(400);
+    expect((await batch(Array.from({ length: 65 }, () => pushes[0]))).status).toBe(400);
+    expect(accepted.slice(before).map((p) => p.execution_id)).toEqual(["e-b1"]);
   });
 
   it("cancels a run it runs (200) and not one it does not (404); health answers", async () => {

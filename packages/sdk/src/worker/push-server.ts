@@ -2,7 +2,7 @@
 // worker's dependencies to the SDK's own.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type PushRequest, SIGNATURE_HEADER, verifyPushSignature } from "@spool/shared";
+import { MAX_PUSHES_PER_BATCH, type PushRequest, SIGNATURE_HEADER, verifyPushSignature } from "@spool/shared";
 
 export interface PushServerHandlers {
   /** The worker's current id (it changes when the worker re-registers). */
@@ -47,7 +47,42 @@ function isPush(value: unknown): value is PushRequest {
   );
 }
 
-/** `POST /execute`, `POST /cancel/{execution_id}` and `GET /health`, as the protocol has them. */
+/** What `/execute` answers a push (parsed JSON): the status and its body. */
+function admit(h: PushServerHandlers, body: unknown): [number, Record<string, unknown>] {
+  if (!isPush(body))
+    return [400, { error: "not a push: execution_id, workflow_id and worker_id are required" }];
+  if (body.worker_id !== h.workerId()) return [400, { error: "Worker ID mismatch" }];
+  // Taken already (a proxy sent it again, say): the run must not start twice, and a 429 would make
+  // Spool give the run to another worker while this one runs it.
+  if (h.running(body)) return [200, { status: "accepted", execution_id: body.execution_id }];
+  if (!h.hasRoom()) return [429, { error: "Worker at capacity" }];
+  h.accept(body);
+  return [200, { status: "accepted", execution_id: body.execution_id }];
+}
+
+/** A signed JSON body of a POST, parsed; otherwise answered (400, 401) and undefined. */
+async function signedJson(h: PushServerHandlers, req: IncomingMessage, res: ServerResponse) {
+  if (!/^application\/json\b/i.test(req.headers["content-type"] ?? "")) {
+    reply(res, 400, { error: "Content-Type must be application/json" });
+    return undefined;
+  }
+  const text = await readBody(req);
+  if (!signedBySpool(h, req, text)) {
+    reply(res, 401, { error: "invalid or missing push signature" });
+    return undefined;
+  }
+  try {
+    return { body: JSON.parse(text) as unknown };
+  } catch {
+    reply(res, 400, { error: "malformed JSON" });
+    return undefined;
+  }
+}
+
+/**
+ * `POST /execute`, `POST /cancel/{execution_id}` and `GET /health`, as the protocol has them, and
+ * Spool's `POST /execute-batch`: several pushes, each admitted as `/execute` would, in order.
+ */
 export function createPushServer(h: PushServerHandlers): Server {
   return createServer((req, res) => {
     void route(h, req, res).catch((err) => {
@@ -60,26 +95,24 @@ async function route(h: PushServerHandlers, req: IncomingMessage, res: ServerRes
   const path = new URL(req.url ?? "/", "http://worker").pathname;
   if (req.method === "GET" && path === "/health") return reply(res, 200, h.health());
   if (req.method === "POST" && path === "/execute") {
-    if (!/^application\/json\b/i.test(req.headers["content-type"] ?? "")) {
-      return reply(res, 400, { error: "Content-Type must be application/json" });
+    const parsed = await signedJson(h, req, res);
+    if (!parsed) return;
+    const [status, body] = admit(h, parsed.body);
+    return reply(res, status, body);
+  }
+  if (req.method === "POST" && path === "/execute-batch") {
+    const parsed = await signedJson(h, req, res);
+    if (!parsed) return;
+    const pushes = (parsed.body as { pushes?: unknown } | null)?.pushes;
+    if (!Array.isArray(pushes) || pushes.length === 0 || pushes.length > MAX_PUSHES_PER_BATCH) {
+      return reply(res, 400, { error: `pushes: an array of 1 to ${MAX_PUSHES_PER_BATCH} pushes` });
     }
-    const text = await readBody(req);
-    if (!signedBySpool(h, req, text)) return reply(res, 401, { error: "invalid or missing push signature" });
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      return reply(res, 400, { error: "malformed JSON" });
-    }
-    if (!isPush(body))
-      return reply(res, 400, { error: "not a push: execution_id, workflow_id and worker_id are required" });
-    if (body.worker_id !== h.workerId()) return reply(res, 400, { error: "Worker ID mismatch" });
-    // Taken already (a proxy sent it again, say): the run must not start twice, and a 429 would make
-    // Spool give the run to another worker while this one runs it.
-    if (h.running(body)) return reply(res, 200, { status: "accepted", execution_id: body.execution_id });
-    if (!h.hasRoom()) return reply(res, 429, { error: "Worker at capacity" });
-    h.accept(body);
-    return reply(res, 200, { status: "accepted", execution_id: body.execution_id });
+    // Each push's answer as `/execute` would give it, its HTTP status as `status` (over the body's own).
+    const results = pushes.map((push) => {
+      const [status, body] = admit(h, push);
+      return { ...body, status };
+    });
+    return reply(res, 200, { results });
   }
   const cancel = req.method === "POST" ? /^\/cancel\/([^/]+)$/.exec(path) : null;
   if (cancel) {

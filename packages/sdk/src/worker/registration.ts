@@ -48,6 +48,8 @@ export function capabilitiesOf(definitions: Definitions) {
     queues: queuesOf(definitions),
     // Its calls carry X-Spool-Claim: Spool may push it a run before the run's insert commits.
     spool_claims: true,
+    // It takes `POST …/execute-batch`: pushes made while earlier ones are unanswered come together.
+    spool_push_batches: true,
   };
 }
 

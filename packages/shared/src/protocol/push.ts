@@ -7,6 +7,21 @@ import type { SerializedError } from "../workflow/errors.js";
 export const MAX_RAN_STEPS = 1000;
 /** Spool: the most reports one `POST /internal/reports` carries. */
 export const MAX_REPORTS = 64;
+/** Spool: the most pushes one `POST {push_endpoint_url}/execute-batch` carries. */
+export const MAX_PUSHES_PER_BATCH = 64;
+
+/** Spool: `POST {push_endpoint_url}/execute-batch` (capabilities.spool_push_batches), signed as a push. */
+export interface PushBatchRequest {
+  pushes: PushRequest[];
+}
+
+/**
+ * Spool: its answer (200), one result per push in the same order: what `/execute` would have
+ * answered that push (200, 400 `Worker ID mismatch`, 429 at capacity), with that answer's body.
+ */
+export interface PushBatchResponse {
+  results: ({ status: number } & Record<string, unknown>)[];
+}
 
 /** The push body: the Polos SDKs read the protocol's fields; fields marked Spool are extensions. */
 export interface PushRequest {

@@ -25,6 +25,14 @@ export const WorkerCapabilities = z
           "Spool: the worker's calls carry the push's claim (X-Spool-Claim), as Spool's SDK's do: Spool may " +
           "then push it a new run while the run's insert is still on its way",
       }),
+    spool_push_batches: z
+      .boolean()
+      .nullish()
+      .openapi({
+        description:
+          "Spool: the worker takes several runs in one `POST {push_endpoint_url}/execute-batch`, as Spool's SDK " +
+          "does: pushes made while earlier ones to it are unanswered then leave together",
+      }),
   })
   .openapi("WorkerCapabilities");
 
