@@ -1,6 +1,13 @@
 import type { Worker } from "@spool/db";
-import { type PushRequest, SIGNATURE_HEADER, signPush } from "@spool/shared";
+import {
+  MAX_PUSHES_PER_BATCH,
+  type PushBatchResponse,
+  type PushRequest,
+  SIGNATURE_HEADER,
+  signPush,
+} from "@spool/shared";
 import { type HttpAnswer, httpRequest, succeeded } from "../util/http-json.js";
+import type { WorkerCapabilities } from "../workers/workers.js";
 
 /** How a push worker answered. */
 export type PushOutcome =
@@ -20,9 +27,8 @@ const endpoint = (worker: PushTarget, path: string) =>
     worker.pushEndpointUrl!.endsWith("/") ? worker.pushEndpointUrl! : `${worker.pushEndpointUrl}/`,
   );
 
-/** Posts a JSON body to the worker, signed with its secret, within `timeoutMs`. */
-function post(worker: PushTarget, path: string, body: unknown, timeoutMs: number): Promise<HttpAnswer> {
-  const text = JSON.stringify(body);
+/** Posts a JSON body (its text) to the worker, signed with its secret, within `timeoutMs`. */
+function post(worker: PushTarget, path: string, text: string, timeoutMs: number): Promise<HttpAnswer> {
   return httpRequest(endpoint(worker, path), {
     method: "POST",
     headers: {
@@ -35,22 +41,150 @@ function post(worker: PushTarget, path: string, body: unknown, timeoutMs: number
   });
 }
 
-/** `POST {push_endpoint_url}/execute`: hands the run to the worker, which runs it in the background. */
-export async function sendPush(
-  worker: PushTarget,
-  body: PushRequest,
-  timeoutMs: number,
-): Promise<PushOutcome> {
+/** What a push's answer (its status and body as text) says. */
+function outcomeOf(status: number, answer: string): PushOutcome {
+  if (status >= 200 && status < 300) return { kind: "accepted" };
+  if (status === 429) return { kind: "busy" };
+  if (status === 400 && /worker id mismatch/i.test(answer)) return { kind: "mismatch" };
+  return { kind: "failed", reason: `HTTP ${status} ${answer.slice(0, 200)}` };
+}
+
+/** A push that got no answer (a timeout, a refused connection). */
+function unanswered(err: unknown): PushOutcome {
+  const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : "";
+  return { kind: "failed", reason: `${err instanceof Error ? err.message : String(err)}${cause}` };
+}
+
+/** `POST {push_endpoint_url}/execute` of a push (as JSON): the worker runs it in the background. */
+async function sendPush(worker: PushTarget, json: string, timeoutMs: number): Promise<PushOutcome> {
   try {
-    const res = await post(worker, "execute", body, timeoutMs);
-    const answer = res.text;
-    if (succeeded(res)) return { kind: "accepted" };
-    if (res.status === 429) return { kind: "busy" };
-    if (res.status === 400 && /worker id mismatch/i.test(answer)) return { kind: "mismatch" };
-    return { kind: "failed", reason: `HTTP ${res.status} ${answer.slice(0, 200)}` };
+    const res = await post(worker, "execute", json, timeoutMs);
+    return outcomeOf(res.status, res.text);
   } catch (err) {
-    const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : "";
-    return { kind: "failed", reason: `${err instanceof Error ? err.message : String(err)}${cause}` };
+    return unanswered(err);
+  }
+}
+
+/** Pushes to one worker at once: a slow answer holds up no push behind the other. */
+const MAX_PUSHES_IN_FLIGHT = 2;
+/** A push larger than this (a long journal) goes alone: it would make the batch's body large. */
+const MAX_BATCHED_CHARS = 64 * 1024;
+
+interface QueuedPush {
+  worker: PushTarget;
+  /** The push as JSON, serialized once. */
+  json: string;
+  /** When its timeout, counted from send(), ends: time waiting behind earlier pushes counts too. */
+  deadline: number;
+  resolve: (outcome: PushOutcome) => void;
+}
+
+/** What is left of the push's timeout; a push past it has failed without being sent. */
+const timeLeft = (p: QueuedPush) => p.deadline - Date.now();
+const expired: PushOutcome = {
+  kind: "failed",
+  reason: "its timeout passed while earlier pushes were unanswered",
+};
+
+/**
+ * Sends pushes. To a worker that takes them in batches (capabilities.spool_push_batches, Spool's
+ * SDK), as that SDK sends a busy worker's reports (runner/reporter.ts): pushes made while two
+ * earlier ones to the worker are unanswered wait for one of them and then leave together, as one
+ * `POST …/execute-batch`. An idle worker's push leaves at once; a busy one costs both ends a request
+ * per batch instead of one per run. Each push still has its own outcome, what `/execute` would
+ * have answered it, within its own timeout. Other workers get each push alone.
+ */
+export class PushSender {
+  private readonly byWorker = new Map<string, { inFlight: number; queue: QueuedPush[] }>();
+
+  send(
+    worker: PushTarget & { capabilities?: unknown },
+    body: PushRequest,
+    timeoutMs: number,
+  ): Promise<PushOutcome> {
+    const json = JSON.stringify(body);
+    const batches =
+      (worker.capabilities as WorkerCapabilities | null | undefined)?.spool_push_batches === true;
+    if (!batches || json.length > MAX_BATCHED_CHARS) return sendPush(worker, json, timeoutMs);
+    return new Promise((resolve) => {
+      const lane = this.byWorker.get(worker.id) ?? { inFlight: 0, queue: [] };
+      this.byWorker.set(worker.id, lane);
+      lane.queue.push({ worker, json, deadline: Date.now() + timeoutMs, resolve });
+      this.pump(worker.id, lane);
+    });
+  }
+
+  private pump(workerId: string, lane: { inFlight: number; queue: QueuedPush[] }): void {
+    while (lane.inFlight < MAX_PUSHES_IN_FLIGHT && lane.queue.length > 0) {
+      const batch = lane.queue.splice(0, MAX_PUSHES_PER_BATCH);
+      lane.inFlight++;
+      void (batch.length === 1 ? alone(batch[0] as QueuedPush) : together(batch)).finally(() => {
+        lane.inFlight--;
+        if (lane.inFlight === 0 && lane.queue.length === 0) this.byWorker.delete(workerId);
+        else this.pump(workerId, lane);
+      });
+    }
+  }
+}
+
+async function alone(p: QueuedPush): Promise<void> {
+  const left = timeLeft(p);
+  p.resolve(left > 0 ? await sendPush(p.worker, p.json, left) : expired);
+}
+
+/**
+ * One `POST …/execute-batch` for the pushes, each settled by its result. A worker without the route
+ * (404, 405: an older process at the address) gets each alone; any other failure of the whole
+ * request is each push's, as if each had been sent alone and met it.
+ */
+async function together(queued: QueuedPush[]): Promise<void> {
+  const now = Date.now();
+  const batch: QueuedPush[] = [];
+  for (const p of queued) {
+    if (p.deadline > now) batch.push(p);
+    else p.resolve(expired);
+  }
+  if (batch.length <= 1) {
+    if (batch[0]) await alone(batch[0]);
+    return;
+  }
+  const first = batch[0] as QueuedPush;
+  let res: HttpAnswer;
+  try {
+    res = await post(
+      first.worker,
+      "execute-batch",
+      `{"pushes":[${batch.map((p) => p.json).join(",")}]}`,
+      Math.min(...batch.map((p) => p.deadline)) - now,
+    );
+  } catch (err) {
+    for (const p of batch) p.resolve(unanswered(err));
+    return;
+  }
+  if (res.status === 404 || res.status === 405) {
+    await Promise.all(batch.map(alone));
+    return;
+  }
+  const results = succeeded(res) ? resultsOf(res.text) : undefined;
+  if (results?.length !== batch.length) {
+    const failed: PushOutcome = succeeded(res)
+      ? { kind: "failed", reason: `a batch answer without a result per push: ${res.text.slice(0, 200)}` }
+      : outcomeOf(res.status, res.text);
+    for (const p of batch) p.resolve(failed);
+    return;
+  }
+  batch.forEach((p, i) => {
+    const result = results[i];
+    p.resolve(outcomeOf(Number(result?.status), JSON.stringify(result ?? null)));
+  });
+}
+
+function resultsOf(text: string): PushBatchResponse["results"] | undefined {
+  try {
+    const results = (JSON.parse(text) as Partial<PushBatchResponse> | null)?.results;
+    return Array.isArray(results) ? results : undefined;
+  } catch {
+    return undefined;
   }
 }
 
@@ -70,7 +204,12 @@ async function cancelOnce(
   try {
     // The body names the run too, so the signature binds the cancel to it.
     const body = { execution_id: executionId };
-    const res = await post(worker, `cancel/${encodeURIComponent(executionId)}`, body, timeoutMs);
+    const res = await post(
+      worker,
+      `cancel/${encodeURIComponent(executionId)}`,
+      JSON.stringify(body),
+      timeoutMs,
+    );
     if (succeeded(res)) return "heard";
     return res.status >= 500 || res.status === 429 ? "again" : "refused";
   } catch {

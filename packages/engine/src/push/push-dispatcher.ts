@@ -33,7 +33,7 @@ import { inJsonbOrder } from "../util/jsonb-order.js";
 import { repeatEvery } from "../util/repeat.js";
 import { recordPushOutcome, servedByAnyPushWorker, servedElsewhere } from "../workers/workers.js";
 import { handOverHeldRuns } from "./held-runs.js";
-import { type PushOutcome, sendCancel, sendPush } from "./push-client.js";
+import { type PushOutcome, PushSender, sendCancel } from "./push-client.js";
 
 /** Why a push's watch stops; abort() without a reason builds a DOMException and its stack every push. */
 const PUSH_OVER = new Error("the push is over");
@@ -177,6 +177,8 @@ export class PushDispatcher {
   private pushableAt = 0;
   /** Runs this process pushed before their insert and holds still (until they leave), by push worker. */
   private readonly heldPushedBeforeInsert = new Map<string, number>();
+  /** Every push leaves through it: a busy Spool SDK worker's pushes go in batches. */
+  private readonly pushes = new PushSender();
   /** Jobs of runs handed over while Redis would not take them: enqueued again each refresh. */
   private readonly handOversDue = new Map<string, DispatchRequest>();
 
@@ -307,14 +309,12 @@ export class PushDispatcher {
     // Counted from now until the push is answered and its run marked pushed (pushAndHold): stop()
     // waits for it, so no run is handed to its job before its push arrived.
     this.pushing++;
-    const push = sendPush(
-      worker,
-      pushBodyOf(newRunAsPushed(run, to.deploymentId), worker, EMPTY_JOURNAL),
-      timeoutMs,
-    ).then((outcome) => {
-      if (outcome.kind !== "accepted") this.passOver(worker.id);
-      return outcome;
-    });
+    const push = this.pushes
+      .send(worker, pushBodyOf(newRunAsPushed(run, to.deploymentId), worker, EMPTY_JOURNAL), timeoutMs)
+      .then((outcome) => {
+        if (outcome.kind !== "accepted") this.passOver(worker.id);
+        return outcome;
+      });
     const inserted = insertNewRunOnPushWorker(this.engine.pool, run, worker.id, CONSUMER_NAME)
       .catch(async (err: unknown) => {
         // An insert whose outcome is unknown (its connection lost after the commit) counts if the row
@@ -568,7 +568,11 @@ export class PushDispatcher {
       if (!sent) this.pushing++;
       try {
         outcome = await (sent ??
-          sendPush(worker, await this.pushBody(execution, worker, journal), this.o.pushTimeoutMs ?? 10_000));
+          this.pushes.send(
+            worker,
+            await this.pushBody(execution, worker, journal),
+            this.o.pushTimeoutMs ?? 10_000,
+          ));
         // The worker has the run now: a dispatcher that adopts this job later must only wait.
         if (outcome.kind === "accepted") await markPushed(this.engine.pool, claimOf(execution), execution.id);
       } finally {
