@@ -24,7 +24,9 @@ describe("PushSender", () => {
   let held: (() => void)[] = [];
   let executes = 0;
   let onRequest: (() => void) | undefined;
-  let batchAnswer: "results" | 404 | 503 = "results";
+  /** How `/execute-batch` is answered: each push's result (at once, or once the test lets it go), or a status. */
+  let batchAnswer: "results" | "held results" | "no results" | 404 | 503 = "results";
+  let heldBatches: (() => void)[] = [];
   let url = "";
   const server = createServer((req, res) => {
     let text = "";
@@ -44,12 +46,15 @@ describe("PushSender", () => {
         const send = () => answer(res, ...asExecute(body));
         if (++executes <= 2) held.push(send);
         else send();
-      } else if (batchAnswer === "results") {
+      } else if (batchAnswer === "results" || batchAnswer === "held results") {
         const results = (body.pushes ?? []).map((p) => {
           const [status, out] = asExecute(p);
           return { ...out, status };
         });
-        answer(res, 200, { results });
+        if (batchAnswer === "results") answer(res, 200, { results });
+        else heldBatches.push(() => answer(res, 200, { results }));
+      } else if (batchAnswer === "no results") {
+        answer(res, 200, { status: "ok" });
       } else {
         answer(res, batchAnswer, { error: "no" });
       }
@@ -76,6 +81,7 @@ describe("PushSender", () => {
     held = [];
     executes = 0;
     batchAnswer = "results";
+    heldBatches = [];
   });
 
   const worker = (capabilities: object) => ({
@@ -97,8 +103,11 @@ describe("PushSender", () => {
       check();
     });
   /** Sends pushes of these ids at once; once the first two are held, lets their answers go. */
-  const sendAll = async (target: object, ids: string[]): Promise<PushOutcome[]> => {
-    const sender = new PushSender();
+  const sendAll = async (
+    target: object,
+    ids: string[],
+    sender = new PushSender(),
+  ): Promise<PushOutcome[]> => {
     const outcomes = Promise.all(ids.map((id) => sender.send(worker(target), push(id), 5000)));
     await requests(2);
     for (const release of held.splice(0)) release();
@@ -140,9 +149,10 @@ describe("PushSender", () => {
     expect(received.map((r) => r.path)).toEqual(["/execute", "/execute", "/execute", "/execute"]);
   });
 
-  it("sends each push of a batch alone when the address has no batch route", async () => {
+  it("sends each push of a batch alone when the address has no batch route, and every push after", async () => {
     batchAnswer = 404;
-    const outcomes = await sendAll({ spool_push_batches: true }, ["e1", "e2", "e3", "e4-busy"]);
+    const sender = new PushSender();
+    const outcomes = await sendAll({ spool_push_batches: true }, ["e1", "e2", "e3", "e4-busy"], sender);
     expect(outcomes.map((o) => o.kind)).toEqual(["accepted", "accepted", "accepted", "busy"]);
     expect(inOrder().map((r) => `${r.path} ${r.ids.join(",")}`)).toEqual([
       "/execute e1",
@@ -150,6 +160,30 @@ describe("PushSender", () => {
       "/execute-batch e3,e4-busy",
       expect.stringMatching(/^\/execute e(3|4-busy)$/),
       expect.stringMatching(/^\/execute e(3|4-busy)$/),
+    ]);
+    received.length = 0;
+    executes = 0;
+    const later = await sendAll({ spool_push_batches: true }, ["e5", "e6", "e7", "e8"], sender);
+    expect(later.map((o) => o.kind)).toEqual(["accepted", "accepted", "accepted", "accepted"]);
+    expect(received.map((r) => r.path)).toEqual(["/execute", "/execute", "/execute", "/execute"]);
+  });
+
+  it("fails a push of a batch at its own deadline, and settles the others by the batch's answer", async () => {
+    batchAnswer = "held results";
+    const sender = new PushSender();
+    const target = worker({ spool_push_batches: true });
+    const send = (id: string, timeoutMs: number) => sender.send(target, push(id), timeoutMs);
+    const [e1, e2, e3, e4] = [send("e1", 5000), send("e2", 5000), send("e3", 200), send("e4", 5000)];
+    await requests(2);
+    for (const release of held.splice(0)) release();
+    // e3's timeout passes while the batch's answer is held (or, on a slow host, before it leaves).
+    expect(await e3).toMatchObject({ kind: "failed" });
+    await requests(3);
+    for (const release of heldBatches.splice(0)) release();
+    expect((await Promise.all([e1, e2, e4])).map((o) => o.kind)).toEqual([
+      "accepted",
+      "accepted",
+      "accepted",
     ]);
   });
 
@@ -172,10 +206,21 @@ describe("PushSender", () => {
     expect(received.map((r) => r.ids[0]).sort()).toEqual(["e1", "e2"]);
   });
 
-  it("fails every push of a batch the worker answered 5xx", async () => {
+  it("fails every push of a batch the worker answered 5xx, as one failed request", async () => {
     batchAnswer = 503;
     const outcomes = await sendAll({ spool_push_batches: true }, ["e1", "e2", "e3", "e4"]);
     expect(outcomes.map((o) => o.kind)).toEqual(["accepted", "accepted", "failed", "failed"]);
     expect(outcomes[2]).toMatchObject({ reason: expect.stringContaining("HTTP 503") });
+    // One request: the dispatcher counts it against the worker once.
+    const [, , third, fourth] = outcomes as { request?: object }[];
+    expect(third?.request).toBeDefined();
+    expect(third?.request).toBe(fourth?.request);
+  });
+
+  it("fails every push of a batch whose 2xx answer has no result per push", async () => {
+    batchAnswer = "no results";
+    const outcomes = await sendAll({ spool_push_batches: true }, ["e1", "e2", "e3", "e4"]);
+    expect(outcomes.map((o) => o.kind)).toEqual(["accepted", "accepted", "failed", "failed"]);
+    expect(outcomes[3]).toMatchObject({ reason: expect.stringContaining("without a result per push") });
   });
 });

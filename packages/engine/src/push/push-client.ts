@@ -16,8 +16,11 @@ export type PushOutcome =
   | { kind: "busy" }
   /** 400 "Worker ID mismatch": the process at that URL re-registered under another id. */
   | { kind: "mismatch" }
-  /** Anything else: a 5xx, another 4xx, a timeout, a refused connection. */
-  | { kind: "failed"; reason: string };
+  /**
+   * Anything else: a 5xx, another 4xx, a timeout, a refused connection. `request`: the one request
+   * several pushes failed with together (a batch), so that its failure is counted once.
+   */
+  | { kind: "failed"; reason: string; request?: object };
 
 export type PushTarget = Pick<Worker, "id" | "pushEndpointUrl" | "pushSecret">;
 
@@ -27,9 +30,19 @@ const endpoint = (worker: PushTarget, path: string) =>
     worker.pushEndpointUrl!.endsWith("/") ? worker.pushEndpointUrl! : `${worker.pushEndpointUrl}/`,
   );
 
-/** Posts a JSON body (its text) to the worker, signed with its secret, within `timeoutMs`. */
-function post(worker: PushTarget, path: string, text: string, timeoutMs: number): Promise<HttpAnswer> {
+/**
+ * Posts a JSON body (its text) to the worker, signed with its secret, within `timeoutMs`.
+ * `retryIfReset`: only where the worker takes the same request twice as once (see httpRequest).
+ */
+function post(
+  worker: PushTarget,
+  path: string,
+  text: string,
+  timeoutMs: number,
+  retryIfReset = false,
+): Promise<HttpAnswer> {
   return httpRequest(endpoint(worker, path), {
+    retryIfReset,
     method: "POST",
     headers: {
       "content-type": "application/json",
@@ -67,24 +80,47 @@ async function sendPush(worker: PushTarget, json: string, timeoutMs: number): Pr
 
 /** Pushes to one worker at once: a slow answer holds up no push behind the other. */
 const MAX_PUSHES_IN_FLIGHT = 2;
-/** A push larger than this (a long journal) goes alone: it would make the batch's body large. */
+/**
+ * A push longer than this (in characters of JSON: a long journal) goes alone, and a batch holds at
+ * most BATCH_CHARS of them: well under the SDK's 10 MiB body limit however many bytes a character
+ * takes in UTF-8.
+ */
 const MAX_BATCHED_CHARS = 64 * 1024;
+const BATCH_CHARS = 1024 * 1024;
 
 interface QueuedPush {
   worker: PushTarget;
   /** The push as JSON, serialized once. */
   json: string;
-  /** When its timeout, counted from send(), ends: time waiting behind earlier pushes counts too. */
+  /** When its timeout, counted from send(), ends (performance.now()): time queued counts too. */
   deadline: number;
+  /** Settles the push once (see settle). */
   resolve: (outcome: PushOutcome) => void;
+  settled?: boolean;
 }
 
-/** What is left of the push's timeout; a push past it has failed without being sent. */
-const timeLeft = (p: QueuedPush) => p.deadline - Date.now();
-const expired: PushOutcome = {
+/** The push's outcome; the first one given counts (its result, or its timer's failure). */
+function settle(p: QueuedPush, outcome: PushOutcome): void {
+  if (p.settled) return;
+  p.settled = true;
+  p.resolve(outcome);
+}
+
+/** A push whose timeout passed while it waited behind unanswered ones: never sent. */
+const EXPIRED_IN_QUEUE: PushOutcome = {
   kind: "failed",
   reason: "its timeout passed while earlier pushes were unanswered",
 };
+/** A push of a batch whose answer had not come by the end of its own timeout. */
+const UNANSWERED_IN_BATCH: PushOutcome = {
+  kind: "failed",
+  reason: "no answer within its timeout (sent in a batch)",
+};
+
+interface Lane {
+  inFlight: number;
+  queue: QueuedPush[];
+}
 
 /**
  * Sends pushes. To a worker that takes them in batches (capabilities.spool_push_batches, Spool's
@@ -92,91 +128,113 @@ const expired: PushOutcome = {
  * earlier ones to the worker are unanswered wait for one of them and then leave together, as one
  * `POST …/execute-batch`. An idle worker's push leaves at once; a busy one costs both ends a request
  * per batch instead of one per run. Each push still has its own outcome, what `/execute` would
- * have answered it, within its own timeout. Other workers get each push alone.
+ * have answered it, by the end of its own timeout. Other workers get each push alone, and so does a
+ * worker whose address answered that it has no batch route.
  */
 export class PushSender {
-  private readonly byWorker = new Map<string, { inFlight: number; queue: QueuedPush[] }>();
+  private readonly byWorker = new Map<string, Lane>();
+  /** Workers whose address answered a batch 404 or 405 (an older process there). */
+  private readonly withoutBatchRoute = new Set<string>();
 
-  send(
+  async send(
     worker: PushTarget & { capabilities?: unknown },
     body: PushRequest,
     timeoutMs: number,
   ): Promise<PushOutcome> {
     const json = JSON.stringify(body);
     const batches =
-      (worker.capabilities as WorkerCapabilities | null | undefined)?.spool_push_batches === true;
+      (worker.capabilities as WorkerCapabilities | null | undefined)?.spool_push_batches === true &&
+      !this.withoutBatchRoute.has(worker.id);
     if (!batches || json.length > MAX_BATCHED_CHARS) return sendPush(worker, json, timeoutMs);
     return new Promise((resolve) => {
       const lane = this.byWorker.get(worker.id) ?? { inFlight: 0, queue: [] };
       this.byWorker.set(worker.id, lane);
-      lane.queue.push({ worker, json, deadline: Date.now() + timeoutMs, resolve });
+      lane.queue.push({ worker, json, deadline: performance.now() + timeoutMs, resolve });
       this.pump(worker.id, lane);
     });
   }
 
-  private pump(workerId: string, lane: { inFlight: number; queue: QueuedPush[] }): void {
+  private pump(workerId: string, lane: Lane): void {
     while (lane.inFlight < MAX_PUSHES_IN_FLIGHT && lane.queue.length > 0) {
-      const batch = lane.queue.splice(0, MAX_PUSHES_PER_BATCH);
+      let chars = 0;
+      let n = 0;
+      while (n < lane.queue.length && n < MAX_PUSHES_PER_BATCH) {
+        chars += (lane.queue[n] as QueuedPush).json.length;
+        if (n > 0 && chars > BATCH_CHARS) break;
+        n++;
+      }
+      const batch = lane.queue.splice(0, n);
       lane.inFlight++;
-      void (batch.length === 1 ? alone(batch[0] as QueuedPush) : together(batch)).finally(() => {
+      void (batch.length === 1 ? alone(batch[0] as QueuedPush) : this.together(batch)).finally(() => {
         lane.inFlight--;
         if (lane.inFlight === 0 && lane.queue.length === 0) this.byWorker.delete(workerId);
         else this.pump(workerId, lane);
       });
     }
   }
+
+  /**
+   * One `POST …/execute-batch` for the pushes, each settled by its result, or failed at its own
+   * deadline if that comes first (the request lasts until the last one's). A worker without the
+   * route (404, 405) gets each alone, from now on; any other failure of the whole request is each
+   * push's, as if each had met it alone, and counted once (`request`).
+   */
+  private async together(queued: QueuedPush[]): Promise<void> {
+    const now = performance.now();
+    const batch: QueuedPush[] = [];
+    for (const p of queued) {
+      if (p.deadline > now) batch.push(p);
+      else settle(p, EXPIRED_IN_QUEUE);
+    }
+    if (batch.length <= 1) {
+      if (batch[0]) await alone(batch[0]);
+      return;
+    }
+    const timers = batch.map((p) => setTimeout(() => settle(p, UNANSWERED_IN_BATCH), p.deadline - now));
+    try {
+      const first = batch[0] as QueuedPush;
+      const text = `{"pushes":[${batch.map((p) => p.json).join(",")}]}`;
+      const last = Math.max(...batch.map((p) => p.deadline));
+      let res: HttpAnswer;
+      try {
+        // The worker admits a push it runs already under the same claim as taken, so a batch sent
+        // again on a fresh connection after a reset one starts nothing twice.
+        res = await post(first.worker, "execute-batch", text, last - now, true);
+      } catch (err) {
+        const failed = { ...unanswered(err), request: batch };
+        for (const p of batch) settle(p, failed);
+        return;
+      }
+      if (res.status === 404 || res.status === 405) {
+        this.withoutBatchRoute.add(first.worker.id);
+        await Promise.all(batch.filter((p) => !p.settled).map(alone));
+        return;
+      }
+      const results = succeeded(res) ? resultsOf(res.text) : undefined;
+      if (results?.length !== batch.length) {
+        // A 2xx without a result per push says no more than a 5xx: not taken, as far as Spool can tell.
+        const failed = succeeded(res)
+          ? {
+              kind: "failed" as const,
+              reason: `a batch answer without a result per push: ${res.text.slice(0, 200)}`,
+            }
+          : outcomeOf(res.status, res.text);
+        for (const p of batch) settle(p, failed.kind === "failed" ? { ...failed, request: batch } : failed);
+        return;
+      }
+      batch.forEach((p, i) => {
+        const result = results[i];
+        settle(p, outcomeOf(Number(result?.status), JSON.stringify(result ?? null)));
+      });
+    } finally {
+      for (const timer of timers) clearTimeout(timer);
+    }
+  }
 }
 
 async function alone(p: QueuedPush): Promise<void> {
-  const left = timeLeft(p);
-  p.resolve(left > 0 ? await sendPush(p.worker, p.json, left) : expired);
-}
-
-/**
- * One `POST …/execute-batch` for the pushes, each settled by its result. A worker without the route
- * (404, 405: an older process at the address) gets each alone; any other failure of the whole
- * request is each push's, as if each had been sent alone and met it.
- */
-async function together(queued: QueuedPush[]): Promise<void> {
-  const now = Date.now();
-  const batch: QueuedPush[] = [];
-  for (const p of queued) {
-    if (p.deadline > now) batch.push(p);
-    else p.resolve(expired);
-  }
-  if (batch.length <= 1) {
-    if (batch[0]) await alone(batch[0]);
-    return;
-  }
-  const first = batch[0] as QueuedPush;
-  let res: HttpAnswer;
-  try {
-    res = await post(
-      first.worker,
-      "execute-batch",
-      `{"pushes":[${batch.map((p) => p.json).join(",")}]}`,
-      Math.min(...batch.map((p) => p.deadline)) - now,
-    );
-  } catch (err) {
-    for (const p of batch) p.resolve(unanswered(err));
-    return;
-  }
-  if (res.status === 404 || res.status === 405) {
-    await Promise.all(batch.map(alone));
-    return;
-  }
-  const results = succeeded(res) ? resultsOf(res.text) : undefined;
-  if (results?.length !== batch.length) {
-    const failed: PushOutcome = succeeded(res)
-      ? { kind: "failed", reason: `a batch answer without a result per push: ${res.text.slice(0, 200)}` }
-      : outcomeOf(res.status, res.text);
-    for (const p of batch) p.resolve(failed);
-    return;
-  }
-  batch.forEach((p, i) => {
-    const result = results[i];
-    p.resolve(outcomeOf(Number(result?.status), JSON.stringify(result ?? null)));
-  });
+  const left = p.deadline - performance.now();
+  settle(p, left > 0 ? await sendPush(p.worker, p.json, left) : EXPIRED_IN_QUEUE);
 }
 
 function resultsOf(text: string): PushBatchResponse["results"] | undefined {

@@ -179,6 +179,8 @@ export class PushDispatcher {
   private readonly heldPushedBeforeInsert = new Map<string, number>();
   /** Every push leaves through it: a busy Spool SDK worker's pushes go in batches. */
   private readonly pushes = new PushSender();
+  /** Batch requests whose failure has been counted against their worker (see firstOfItsRequest). */
+  private readonly failedRequestsCounted = new WeakSet<object>();
   /** Jobs of runs handed over while Redis would not take them: enqueued again each refresh. */
   private readonly handOversDue = new Map<string, DispatchRequest>();
 
@@ -579,7 +581,7 @@ export class PushDispatcher {
         this.pushing--;
       }
       this.engine.metrics.pushed(outcome.kind);
-      await recordPushOutcome(this.engine.prisma, worker, outcome.kind);
+      if (this.firstOfItsRequest(outcome)) await recordPushOutcome(this.engine.prisma, worker, outcome.kind);
       if (outcome.kind === "accepted") {
         await this.hold(execution, worker, leaves, withoutJob);
         return true;
@@ -598,6 +600,17 @@ export class PushDispatcher {
       "push not taken; trying again",
     );
     return false;
+  }
+
+  /**
+   * Whether this outcome is the first of its request's: a batch that failed whole fails each of its
+   * pushes, but is one failure of the worker (its backoff grows by one, not by the batch's size).
+   */
+  private firstOfItsRequest(outcome: PushOutcome): boolean {
+    if (outcome.kind !== "failed" || !outcome.request) return true;
+    if (this.failedRequestsCounted.has(outcome.request)) return false;
+    this.failedRequestsCounted.add(outcome.request);
+    return true;
   }
 
   /** running → queued under the same dispatch sequence, if the run is still so started. */
