@@ -2,7 +2,13 @@
 // worker's dependencies to the SDK's own.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { MAX_PUSHES_PER_BATCH, type PushRequest, SIGNATURE_HEADER, verifyPushSignature } from "@spool/shared";
+import {
+  MAX_PUSHES_PER_BATCH,
+  type PushBatchRequest,
+  type PushRequest,
+  SIGNATURE_HEADER,
+  verifyPushSignature,
+} from "@spool/shared";
 
 export interface PushServerHandlers {
   /** The worker's current id (it changes when the worker re-registers). */
@@ -103,7 +109,7 @@ async function route(h: PushServerHandlers, req: IncomingMessage, res: ServerRes
   if (req.method === "POST" && path === "/execute-batch") {
     const parsed = await signedJson(h, req, res);
     if (!parsed) return;
-    const pushes = (parsed.body as { pushes?: unknown } | null)?.pushes;
+    const pushes: unknown = (parsed.body as Partial<PushBatchRequest> | null)?.pushes;
     if (!Array.isArray(pushes) || pushes.length === 0 || pushes.length > MAX_PUSHES_PER_BATCH) {
       return reply(res, 400, { error: `pushes: an array of 1 to ${MAX_PUSHES_PER_BATCH} pushes` });
     }
