@@ -7,6 +7,7 @@ import {
   signPush,
 } from "@spool/shared";
 import { type HttpAnswer, httpRequest, succeeded } from "../util/http-json.js";
+import { InFlightBatches } from "../util/in-flight-batches.js";
 import type { WorkerCapabilities } from "../workers/workers.js";
 
 /** How a push worker answered. */
@@ -117,9 +118,16 @@ const UNANSWERED_IN_BATCH: PushOutcome = {
   reason: "no answer within its timeout (sent in a batch)",
 };
 
-interface Lane {
-  inFlight: number;
-  queue: QueuedPush[];
+/** How many of the waiting pushes (from the first) the next batch takes: within both caps. */
+function batchOfWaiting(waiting: readonly QueuedPush[]): number {
+  let chars = 0;
+  let n = 0;
+  while (n < waiting.length && n < MAX_PUSHES_PER_BATCH) {
+    chars += (waiting[n] as QueuedPush).json.length;
+    if (n > 0 && chars > BATCH_CHARS) break;
+    n++;
+  }
+  return n;
 }
 
 /**
@@ -132,7 +140,7 @@ interface Lane {
  * worker whose address answered that it has no batch route.
  */
 export class PushSender {
-  private readonly byWorker = new Map<string, Lane>();
+  private readonly byWorker = new Map<string, InFlightBatches<QueuedPush>>();
   /** Workers whose address answered a batch 404 or 405 (an older process there). */
   private readonly withoutBatchRoute = new Set<string>();
 
@@ -147,30 +155,19 @@ export class PushSender {
       !this.withoutBatchRoute.has(worker.id);
     if (!batches || json.length > MAX_BATCHED_CHARS) return sendPush(worker, json, timeoutMs);
     return new Promise((resolve) => {
-      const lane = this.byWorker.get(worker.id) ?? { inFlight: 0, queue: [] };
-      this.byWorker.set(worker.id, lane);
-      lane.queue.push({ worker, json, deadline: performance.now() + timeoutMs, resolve });
-      this.pump(worker.id, lane);
-    });
-  }
-
-  private pump(workerId: string, lane: Lane): void {
-    while (lane.inFlight < MAX_PUSHES_IN_FLIGHT && lane.queue.length > 0) {
-      let chars = 0;
-      let n = 0;
-      while (n < lane.queue.length && n < MAX_PUSHES_PER_BATCH) {
-        chars += (lane.queue[n] as QueuedPush).json.length;
-        if (n > 0 && chars > BATCH_CHARS) break;
-        n++;
+      let lane = this.byWorker.get(worker.id);
+      if (!lane) {
+        lane = new InFlightBatches<QueuedPush>({
+          maxInFlight: MAX_PUSHES_IN_FLIGHT,
+          nextBatchSize: batchOfWaiting,
+          alone,
+          together: (batch) => this.together(batch),
+          onIdle: () => this.byWorker.delete(worker.id),
+        });
+        this.byWorker.set(worker.id, lane);
       }
-      const batch = lane.queue.splice(0, n);
-      lane.inFlight++;
-      void (batch.length === 1 ? alone(batch[0] as QueuedPush) : this.together(batch)).finally(() => {
-        lane.inFlight--;
-        if (lane.inFlight === 0 && lane.queue.length === 0) this.byWorker.delete(workerId);
-        else this.pump(workerId, lane);
-      });
-    }
+      lane.add({ worker, json, deadline: performance.now() + timeoutMs, resolve });
+    });
   }
 
   /**

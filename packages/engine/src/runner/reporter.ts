@@ -1,4 +1,5 @@
 import { MAX_REPORTS } from "@spool/shared";
+import { InFlightBatches } from "../util/in-flight-batches.js";
 import { isRetryable, type ProtocolClient, ProtocolError, RawJson } from "./protocol-client.js";
 
 /** What a run reports through its worker's reporter: a step's result, or its completion. */
@@ -53,8 +54,6 @@ interface Outcome {
 }
 
 export function createReporter(o: { api: ProtocolClient; workerId: () => string }): Reporter {
-  const queue: Queued[] = [];
-  let inFlight = 0;
   // Off once Spool answered that it has no batch route (a version before it): each report alone.
   let batching = true;
 
@@ -111,16 +110,12 @@ export function createReporter(o: { api: ProtocolClient; workerId: () => string 
     });
   };
 
-  const pump = () => {
-    while (inFlight < MAX_IN_FLIGHT && queue.length > 0) {
-      const batch = queue.splice(0, MAX_REPORTS);
-      inFlight++;
-      void (batch.length === 1 ? alone(batch[0] as Queued) : together(batch)).finally(() => {
-        inFlight--;
-        pump();
-      });
-    }
-  };
+  const batches = new InFlightBatches<Queued>({
+    maxInFlight: MAX_IN_FLIGHT,
+    nextBatchSize: () => MAX_REPORTS,
+    alone,
+    together,
+  });
 
   const report: Report = (executionId, claim, kind, body, retryNotFound) =>
     new Promise((resolve, reject) => {
@@ -134,10 +129,7 @@ export function createReporter(o: { api: ProtocolClient; workerId: () => string 
         reject,
       };
       if (!batching || r.json.length > MAX_BATCHED_CHARS) void alone(r);
-      else {
-        queue.push(r);
-        pump();
-      }
+      else batches.add(r);
     });
   return { report };
 }
